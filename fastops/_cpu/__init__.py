@@ -1,0 +1,1 @@
+"""Cython/OpenMP kernels (compiled extensions); called only through fastops._dispatch."""

@@ -1,0 +1,331 @@
+// TopK, cummax/cummin and NonZero kernels, templated on the element type.
+//
+// Layout convention: the op axis of an N-d input is viewed as (outer, n, inner) with
+// element strides (s_outer, s_n, s_inner); outputs are C-contiguous (outer, m, inner).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common.hpp"
+
+namespace fastops {
+
+// ----------------------------------------------------------------------------- TopK
+// Ranking: by value (descending for largest, ascending for smallest); NaN ranks above
+// every number in both cases (as torch.topk: a NaN is "largest"); ties: lower index first.
+template <typename T>
+struct Entry {
+  T v;
+  int64_t i;
+};
+
+template <typename T, bool Largest>
+struct Rank {
+  // strictly better by value alone
+  static inline bool value_better(T a, T b) {
+    if (Largest) return a > b || (is_nan(a) && !is_nan(b));
+    return a < b || (is_nan(b) && !is_nan(a));
+  }
+  // total order: a ranks before b
+  static inline bool before(const Entry<T>& a, const Entry<T>& b) {
+    if (value_better(a.v, b.v)) return true;
+    if (value_better(b.v, a.v)) return false;
+    return a.i < b.i;  // equal values (or both NaN)
+  }
+  bool operator()(const Entry<T>& a, const Entry<T>& b) const { return before(a, b); }
+};
+
+// Min-heap of the k best (root = worst kept), with a replace-root operation.
+template <typename T, bool Largest>
+inline void heap_sift_down(Entry<T>* h, int64_t k, int64_t pos) {
+  using R = Rank<T, Largest>;
+  Entry<T> item = h[pos];
+  for (;;) {
+    int64_t c = 2 * pos + 1;
+    if (c >= k) break;
+    // pick the worse child (the one that does not rank before the other)
+    if (c + 1 < k && R::before(h[c], h[c + 1])) ++c;
+    if (!R::before(item, h[c])) break;
+    h[pos] = h[c];
+    pos = c;
+  }
+  h[pos] = item;
+}
+
+// Select the k best of `m` candidates read by `get(j) -> Entry`, into out[0:k]
+// (best first when `sorted`).  `scratch` grows to m entries on the partition path.
+//
+// Algorithm switch, measured with asv_bench/benchmarks/selection.py (TopK grid) on a
+// 2-core x86-64: a heap wins while k is small against the row length (replacements
+// grow like k*log(m/k)); past m/16 an nth_element partition of the whole row wins.
+template <typename T, bool Largest, typename Get>
+inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
+                     std::vector<Entry<T>>& scratch) {
+  using R = Rank<T, Largest>;
+  if (k == 0) return;
+  if (k == 1) {  // linear scan
+    Entry<T> best = get(0);
+    for (int64_t j = 1; j < m; ++j) {
+      T v = get.value(j);
+      if (R::value_better(v, best.v)) best = Entry<T>{v, j};
+    }
+    out[0] = best;
+    return;
+  }
+  if (k * 16 <= m) {  // heap of the k best; later equal values never displace (ties -> lower index)
+    for (int64_t j = 0; j < k; ++j) out[j] = get(j);
+    for (int64_t p = k / 2 - 1; p >= 0; --p) heap_sift_down<T, Largest>(out, k, p);
+    T thr = out[0].v;
+    for (int64_t j = k; j < m; ++j) {
+      T v = get.value(j);
+      if (R::value_better(v, thr)) {
+        out[0] = Entry<T>{v, j};
+        heap_sift_down<T, Largest>(out, k, 0);
+        thr = out[0].v;
+      }
+    }
+    if (sorted) std::sort(out, out + k, R());
+    return;
+  }
+  if (static_cast<int64_t>(scratch.size()) < m) scratch.resize(m);
+  Entry<T>* s = scratch.data();
+  for (int64_t j = 0; j < m; ++j) s[j] = get(j);
+  if (k < m) std::nth_element(s, s + (k - 1), s + m, R());
+  if (sorted) std::sort(s, s + k, R());
+  std::memcpy(out, s, sizeof(Entry<T>) * k);
+}
+
+template <typename T>
+struct StridedRow {
+  const T* p;
+  int64_t s;
+  int64_t offset;  // index of p[0] within the full row
+  inline T value(int64_t j) const { return p[j * s]; }
+  inline Entry<T> operator()(int64_t j) const { return Entry<T>{p[j * s], j + offset}; }
+};
+
+template <typename T>
+struct EntryArray {
+  const Entry<T>* e;
+  inline T value(int64_t j) const { return e[j].v; }
+  inline Entry<T> operator()(int64_t j) const { return e[j]; }
+};
+
+template <typename T, bool Largest>
+void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_outer,
+               int64_t s_n, int64_t s_inner, int64_t k, bool sorted, T* values,
+               int64_t* indices, int nthreads) {
+  const int64_t rows = outer * inner;
+  // One long row (or fewer rows than threads): split each row into chunks, select k
+  // per chunk in parallel, then select k of the chunk winners.  Exact, because each
+  // global winner is a winner of its own chunk.
+  int chunks = 1;
+  if (rows < nthreads && n >= (int64_t(1) << 17) && nthreads > 1) {
+    int64_t by_len = n / (k > 0 ? 4 * k : 1);
+    chunks = static_cast<int>(std::min<int64_t>(nthreads, by_len));
+    if (chunks < 1) chunks = 1;
+  }
+  auto emit = [&](int64_t r, const Entry<T>* best) {
+    int64_t o = r / inner, j = r % inner;
+    T* vo = values + o * k * inner + j;
+    int64_t* io = indices + o * k * inner + j;
+    for (int64_t t = 0; t < k; ++t) {
+      vo[t * inner] = best[t].v;
+      io[t * inner] = best[t].i;
+    }
+  };
+  if (chunks > 1) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = x + (r / inner) * s_outer + (r % inner) * s_inner;
+      const int64_t len = (n + chunks - 1) / chunks;
+      std::vector<Entry<T>> cand(static_cast<size_t>(chunks) * k);
+      std::vector<int64_t> got(chunks, 0);
+#pragma omp parallel num_threads(chunks)
+      {
+        std::vector<Entry<T>> scratch;
+#pragma omp for schedule(static)
+        for (int c = 0; c < chunks; ++c) {
+          int64_t b = c * len, e = std::min(n, b + len);
+          int64_t m = e - b, kk = std::min(k, m);
+          if (m > 0) {
+            StridedRow<T> get{row + b * s_n, s_n, b};
+            select_k<T, Largest>(get, m, kk, false, cand.data() + c * k, scratch);
+          }
+          got[c] = m > 0 ? kk : 0;
+        }
+      }
+      int64_t total = 0;
+      for (int c = 0; c < chunks; ++c) {  // compact candidates in chunk order
+        std::memmove(cand.data() + total, cand.data() + c * k, sizeof(Entry<T>) * got[c]);
+        total += got[c];
+      }
+      std::vector<Entry<T>> best(k), scratch;
+      select_k<T, Largest>(EntryArray<T>{cand.data()}, total, k, sorted, best.data(), scratch);
+      emit(r, best.data());
+    }
+    return;
+  }
+  const int nt = threads_for(rows * n, nthreads);
+#pragma omp parallel num_threads(nt)
+  {
+    std::vector<Entry<T>> best(k), scratch;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = x + (r / inner) * s_outer + (r % inner) * s_inner;
+      select_k<T, Largest>(StridedRow<T>{row, s_n, 0}, n, k, sorted, best.data(), scratch);
+      emit(r, best.data());
+    }
+  }
+}
+
+template <typename T>
+void topk(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_outer, int64_t s_n,
+          int64_t s_inner, int64_t k, bool largest, bool sorted, T* values, int64_t* indices,
+          int nthreads) {
+  if (largest)
+    topk_impl<T, true>(x, outer, n, inner, s_outer, s_n, s_inner, k, sorted, values, indices,
+                       nthreads);
+  else
+    topk_impl<T, false>(x, outer, n, inner, s_outer, s_n, s_inner, k, sorted, values, indices,
+                        nthreads);
+}
+
+// ----------------------------------------------------------------------- cummax/cummin
+// torch's rule: take x when x is NaN, or when the running value is not NaN and
+// x >= running (cummax) / x <= running (cummin).  Ties therefore move the index to the
+// later position; after a NaN the value stays NaN and the index follows later NaNs.
+template <typename T, bool Max>
+inline bool cum_take(T x, T cur) {
+  if (Max) return is_nan(x) || (!is_nan(cur) && x >= cur);
+  return is_nan(x) || (!is_nan(cur) && x <= cur);
+}
+
+template <typename T, bool Max>
+void cumext_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_outer,
+                 int64_t s_n, int64_t s_inner, T* values, int64_t* indices, int nthreads) {
+  const int nt = threads_for(outer * n * inner, nthreads);
+  if (inner == 1) {  // scan along contiguous rows, rows in parallel
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* xr = x + o * s_outer;
+      T* vr = values + o * n;
+      int64_t* ir = indices + o * n;
+      T cur = xr[0];
+      int64_t ci = 0;
+      vr[0] = cur;
+      ir[0] = 0;
+      for (int64_t i = 1; i < n; ++i) {
+        T v = xr[i * s_n];
+        if (cum_take<T, Max>(v, cur)) {
+          cur = v;
+          ci = i;
+        }
+        vr[i] = cur;
+        ir[i] = ci;
+      }
+    }
+    return;
+  }
+  // Scan many columns at once: the previous output row is the running state, so the
+  // inner loop over a block of columns is a vectorizable compare-and-select.
+  const int64_t block = 512;  // columns per task: 512*(4+8) bytes stay in L1/L2
+  const int64_t nblocks = (inner + block - 1) / block;
+#pragma omp parallel for num_threads(nt) schedule(static) collapse(2)
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t b = 0; b < nblocks; ++b) {
+      const int64_t j0 = b * block, j1 = std::min(inner, j0 + block);
+      const T* xo = x + o * s_outer;
+      T* vo = values + o * n * inner;
+      int64_t* io = indices + o * n * inner;
+      for (int64_t j = j0; j < j1; ++j) {
+        vo[j] = xo[j * s_inner];
+        io[j] = 0;
+      }
+      for (int64_t i = 1; i < n; ++i) {
+        const T* xi = xo + i * s_n;
+        const T* vp = vo + (i - 1) * inner;
+        const int64_t* ip = io + (i - 1) * inner;
+        T* vi = vo + i * inner;
+        int64_t* ii = io + i * inner;
+        for (int64_t j = j0; j < j1; ++j) {
+          T v = xi[j * s_inner], cur = vp[j];
+          bool take = cum_take<T, Max>(v, cur);
+          vi[j] = take ? v : cur;
+          ii[j] = take ? i : ip[j];
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void cumext(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_outer, int64_t s_n,
+            int64_t s_inner, bool is_max, T* values, int64_t* indices, int nthreads) {
+  if (is_max)
+    cumext_impl<T, true>(x, outer, n, inner, s_outer, s_n, s_inner, values, indices, nthreads);
+  else
+    cumext_impl<T, false>(x, outer, n, inner, s_outer, s_n, s_inner, values, indices, nthreads);
+}
+
+// ---------------------------------------------------------------------------- NonZero
+// `x` is C-contiguous, read as unsigned words; an element is nonzero when
+// (word & mask) != 0 (mask drops the sign bit of floats so -0.0 counts as zero).
+// Pass 1 counts per chunk, a prefix sum gives each chunk its output range, pass 2
+// fills it; each chunk writes only inside its own range, so threads never race and
+// the result does not depend on the thread count.
+template <typename U>
+int64_t nonzero_count(const U* x, int64_t size, U mask, int nchunks, int64_t* counts,
+                      int nthreads) {
+  const int64_t len = (size + nchunks - 1) / nchunks;
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+  for (int c = 0; c < nchunks; ++c) {
+    int64_t b = c * len, e = std::min(size, b + len), cnt = 0;
+    for (int64_t i = b; i < e; ++i) cnt += (x[i] & mask) != 0;
+    counts[c] = cnt;
+  }
+  int64_t total = 0;
+  for (int c = 0; c < nchunks; ++c) {
+    int64_t t = counts[c];
+    counts[c] = total;  // becomes the chunk's first output position
+    total += t;
+  }
+  return total;
+}
+
+template <typename U>
+void nonzero_fill(const U* x, int64_t size, U mask, int ndim, const int64_t* shape,
+                  int nchunks, const int64_t* offsets, int64_t nnz, int64_t* out,
+                  int nthreads) {
+  const int64_t len = (size + nchunks - 1) / nchunks;
+  const int64_t last = shape[ndim - 1];
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+  for (int c = 0; c < nchunks; ++c) {
+    int64_t b = c * len, e = std::min(size, b + len);
+    int64_t k = offsets[c];
+    const int64_t end = (c + 1 < nchunks) ? offsets[c + 1] : nnz;
+    if (k == end) continue;
+    int64_t coord[64];  // NumPy allows at most 64 dimensions
+    int64_t pos = b;
+    while (pos < e && k < end) {
+      // coordinates of the row holding `pos`, then a branchless walk along the row:
+      // every element writes its coordinates at slot k, and only nonzeros advance k.
+      // The walk stops once the chunk's range is full, so no slot past `end` is touched.
+      int64_t r = pos / last, c0 = pos % last, c1 = std::min(last, c0 + (e - pos));
+      for (int d = ndim - 2; d >= 0; --d) {
+        coord[d] = r % shape[d];
+        r /= shape[d];
+      }
+      const U* xr = x + (pos - c0);
+      for (int64_t col = c0; col < c1 && k < end; ++col) {
+        for (int d = 0; d < ndim - 1; ++d) out[d * nnz + k] = coord[d];
+        out[(ndim - 1) * nnz + k] = col;
+        k += (xr[col] & mask) != 0;
+      }
+      pos += c1 - c0;
+    }
+  }
+}
+
+}  // namespace fastops

@@ -1,0 +1,62 @@
+# Thin typed entry points for the selection kernels in include/selection.hpp.
+# Inputs are validated and shaped by fastops.selection; these only release the GIL.
+from libc.stdint cimport int64_t
+from libcpp cimport bool as cbool
+
+from fastops._cpu._types cimport real, uword
+
+cdef extern from "selection.hpp" namespace "fastops" nogil:
+    void c_topk "fastops::topk"[T](const T* x, int64_t outer, int64_t n, int64_t inner,
+                                   int64_t s_outer, int64_t s_n, int64_t s_inner, int64_t k,
+                                   cbool largest, cbool sorted, T* values, int64_t* indices,
+                                   int nthreads)
+    void c_cumext "fastops::cumext"[T](const T* x, int64_t outer, int64_t n, int64_t inner,
+                                       int64_t s_outer, int64_t s_n, int64_t s_inner,
+                                       cbool is_max, T* values, int64_t* indices, int nthreads)
+    int64_t c_nonzero_count "fastops::nonzero_count"[U](const U* x, int64_t size, U mask,
+                                                        int nchunks, int64_t* counts,
+                                                        int nthreads)
+    void c_nonzero_fill "fastops::nonzero_fill"[U](const U* x, int64_t size, U mask, int ndim,
+                                                   const int64_t* shape, int nchunks,
+                                                   const int64_t* offsets, int64_t nnz,
+                                                   int64_t* out, int nthreads)
+
+
+def topk(const real[:, :, :] x, int64_t k, bint largest, bint sorted,
+         real[:, :, ::1] values, int64_t[:, :, ::1] indices, int nthreads):
+    """x viewed as (outer, n, inner), non-empty; outputs (outer, k, inner)."""
+    cdef int64_t isz = sizeof(real)
+    with nogil:
+        c_topk(&x[0, 0, 0], x.shape[0], x.shape[1], x.shape[2], x.strides[0] // isz,
+               x.strides[1] // isz, x.strides[2] // isz, k, largest, sorted,
+               &values[0, 0, 0], &indices[0, 0, 0], nthreads)
+
+
+def cumext(const real[:, :, :] x, bint is_max, real[:, :, ::1] values,
+           int64_t[:, :, ::1] indices, int nthreads):
+    """Running max (is_max) or min along axis 1 of a non-empty (outer, n, inner) view."""
+    cdef int64_t isz = sizeof(real)
+    with nogil:
+        c_cumext(&x[0, 0, 0], x.shape[0], x.shape[1], x.shape[2], x.strides[0] // isz,
+                 x.strides[1] // isz, x.strides[2] // isz, is_max, &values[0, 0, 0],
+                 &indices[0, 0, 0], nthreads)
+
+
+def nonzero(const uword[::1] x, uword mask, const int64_t[::1] shape, int nthreads):
+    """Coordinates (ndim, nnz) of the words of C-contiguous `x` with (word & mask) != 0."""
+    import numpy as np
+    cdef int64_t size = x.shape[0]
+    cdef int ndim = shape.shape[0]
+    # a few chunks per thread keep the fill pass balanced when density varies
+    cdef int nchunks = max(1, min(4 * nthreads, size // 4096))
+    cdef int64_t[::1] offsets = np.empty(nchunks, dtype=np.int64)
+    cdef int64_t nnz
+    with nogil:
+        nnz = c_nonzero_count(&x[0], size, mask, nchunks, &offsets[0], nthreads)
+    out = np.empty((ndim, nnz), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out
+    if nnz:
+        with nogil:
+            c_nonzero_fill(&x[0], size, mask, ndim, &shape[0], nchunks, &offsets[0], nnz,
+                           &o[0, 0], nthreads)
+    return out

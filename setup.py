@@ -1,0 +1,48 @@
+"""Builds the Cython/OpenMP CPU kernels (every fastops/_cpu/*.pyx is one extension).
+
+Flags: -O3 -fopenmp always. -march=native only when FASTOPS_MARCH_NATIVE=1, so a wheel
+built here runs on any x86-64 machine.
+"""
+import glob
+import os
+import sys
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+compile_args = ["-O3", "-fopenmp", "-std=c++17"]
+link_args = ["-fopenmp"]
+if os.environ.get("FASTOPS_MARCH_NATIVE") == "1":
+    compile_args.append("-march=native")
+if sys.platform == "darwin":  # Apple clang has no -fopenmp; libomp via -Xpreprocessor
+    compile_args = ["-O3", "-Xpreprocessor", "-fopenmp", "-std=c++17"]
+    link_args = ["-lomp"]
+
+extensions = [
+    Extension(
+        "fastops._cpu." + os.path.splitext(os.path.basename(path))[0],
+        [path],
+        include_dirs=[np.get_include(), "fastops/_cpu/include"],
+        language="c++",
+        extra_compile_args=compile_args,
+        extra_link_args=link_args,
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+    for path in sorted(glob.glob("fastops/_cpu/*.pyx"))
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        language_level=3,
+        nthreads=int(os.environ.get("FASTOPS_BUILD_JOBS", os.cpu_count() or 1)),
+        compiler_directives={
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+            "nonecheck": False,
+        },
+    ),
+)
