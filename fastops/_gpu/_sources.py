@@ -1,0 +1,32 @@
+"""CUDA source assembly, free of CuPy so that CI can compile every kernel without a GPU.
+
+A kernel variant is ``(family, defines)``: the source is ``#define``s (element type,
+index type, flags), then kernels/common.cuh, then kernels/<family>.cu.  Keying variants
+by their preamble (not by C++ template name expressions) keeps CuPy's on-disk cache
+effective (cupy/cupy#10173).  Every launcher module lists its variants in ``VARIANTS``;
+scripts/check_kernels.py compiles all of them for sm_80 and sm_90 with NVRTC.
+"""
+import os
+
+KERNEL_DIR = os.path.join(os.path.dirname(__file__), "kernels")
+
+# C type of each NumPy dtype name inside the kernels (float16 is computed in float32).
+CTYPE = {
+    "bool": "unsigned char", "uint8": "unsigned char", "int8": "signed char",
+    "uint16": "unsigned short", "int16": "short", "uint32": "unsigned int", "int32": "int",
+    "uint64": "unsigned long long", "int64": "long long", "float32": "float",
+    "float64": "double",
+}
+
+
+def _read(name):
+    with open(os.path.join(KERNEL_DIR, name)) as f:
+        return f.read()
+
+
+def source(family, defines):
+    """Full CUDA source of one variant; ``defines`` is a mapping or (name, value) pairs."""
+    items = sorted(dict(defines).items())
+    preamble = "".join(f"#define {k} {v}\n" for k, v in items)
+    return (preamble + f"#line 1 \"common.cuh\"\n" + _read("common.cuh")
+            + f"#line 1 \"{family}.cu\"\n" + _read(family + ".cu"))

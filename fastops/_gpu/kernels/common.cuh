@@ -1,0 +1,26 @@
+// Shared by every fastops kernel.  Compiled by NVRTC: no host headers.
+typedef long long i64;
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+// Template parameters here use long names: the preamble #defines T, U, KEY, ...
+template <typename Elem>
+__device__ __forceinline__ bool is_nan(Elem v) { return v != v; }
+
+// Inclusive block-wide prefix sum of one value per thread (blockDim.x <= 1024).
+// `buf` is shared scratch of blockDim.x entries; every thread must call it.
+template <typename Val>
+__device__ Val block_inclusive_scan(Val v, Val* buf) {
+  const int t = threadIdx.x;
+  buf[t] = v;
+  __syncthreads();
+  for (int off = 1; off < blockDim.x; off <<= 1) {
+    Val add = t >= off ? buf[t - off] : Val(0);
+    __syncthreads();
+    buf[t] += add;
+    __syncthreads();
+  }
+  Val r = buf[t];
+  __syncthreads();
+  return r;
+}

@@ -1,0 +1,217 @@
+// TopK, cummax/cummin and NonZero.  Preamble defines:
+//   T        element type (float16 arrives as float)
+//   KEY      unsigned type of the order key: unsigned int (<= 32-bit T) or u64
+//   KEY_BITS 32 or 64
+//   KIND     0 unsigned integer, 1 signed integer, 2 floating point
+//   U        (nonzero only) unsigned word type the input is read as
+// Same rules as the CPU kernels (include/selection.hpp): NaN ranks above every number,
+// ties go to the lower index (topk) / the later index (cummax, cummin).
+
+#ifdef KEY
+// Order-preserving map to unsigned keys: a < b  <=>  key(a) < key(b); every NaN maps
+// to the largest key.
+__device__ __forceinline__ KEY order_key(T v) {
+#if KIND == 0
+  return (KEY)v;
+#elif KIND == 1
+  // sign-extend to KEY's width, then flip its sign bit: INT_MIN -> 0
+  return (KEY)v ^ ((KEY)1 << (KEY_BITS - 1));
+#else
+  if (is_nan(v)) return ~(KEY)0;
+#if KEY_BITS == 32
+  KEY b = __float_as_uint((float)v);
+#else
+  KEY b = (KEY)__double_as_longlong((double)v);
+#endif
+  return (b >> (KEY_BITS - 1)) ? ~b : (b | ((KEY)1 << (KEY_BITS - 1)));
+#endif
+}
+
+// Larger rank key = ranks earlier.  For smallest, NaN (order key max) becomes 0: last.
+__device__ __forceinline__ KEY rank_key(T v, int largest) {
+  KEY k = order_key(v);
+  return largest ? k : ~k;
+}
+
+__device__ __forceinline__ bool entry_before(KEY ka, i64 ia, KEY kb, i64 ib) {
+  return ka > kb || (ka == kb && ia < ib);
+}
+
+// One block per row (grid-stride over rows).  Radix select finds the k-th rank key,
+// then an ordered pass takes every key above it and the lowest-index equal keys, an
+// optional bitonic sort orders the k winners, and the gather writes values/indices.
+// skeys/sidx: scratch of P entries per row, P = next power of two >= k.
+extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64 s_outer,
+                                     i64 s_n, i64 s_inner, i64 k, int largest, int sorted,
+                                     KEY* skeys, i64* sidx, i64 P, T* values, i64* indices) {
+  __shared__ unsigned long long hist[256];
+  __shared__ KEY s_prefix;
+  __shared__ i64 s_remaining;
+  __shared__ unsigned long long s_greater;
+  __shared__ i64 scan_buf[1024];
+  const int tid = threadIdx.x, bd = blockDim.x;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const i64 o = r / inner, j = r % inner;
+    const T* row = x + o * s_outer + j * s_inner;
+    KEY* rk = skeys + r * P;
+    i64* ri = sidx + r * P;
+
+    KEY prefix = 0, mask = 0;
+    i64 remaining = k;
+    for (int shift = KEY_BITS - 8; shift >= 0; shift -= 8) {
+      for (int b = tid; b < 256; b += bd) hist[b] = 0;
+      __syncthreads();
+      for (i64 i = tid; i < n; i += bd) {
+        KEY key = rank_key(row[i * s_n], largest);
+        if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1ull);
+      }
+      __syncthreads();
+      if (tid == 0) {
+        i64 cum = 0;
+        for (int b = 255; b >= 0; --b) {
+          if (cum + (i64)hist[b] >= remaining) {
+            s_prefix = prefix | ((KEY)b << shift);
+            s_remaining = remaining - cum;
+            break;
+          }
+          cum += (i64)hist[b];
+        }
+      }
+      __syncthreads();
+      prefix = s_prefix;
+      remaining = s_remaining;
+      mask |= (KEY)255 << shift;
+      __syncthreads();
+    }
+    const KEY kth = prefix;
+    const i64 take_eq = remaining, n_greater = k - remaining;
+    if (tid == 0) s_greater = 0;
+    __syncthreads();
+    i64 eq_base = 0;
+    for (i64 base = 0; base < n; base += bd) {
+      const i64 i = base + tid;
+      i64 is_eq = 0;
+      if (i < n) {
+        KEY key = rank_key(row[i * s_n], largest);
+        if (key > kth) {
+          i64 slot = (i64)atomicAdd(&s_greater, 1ull);
+          rk[slot] = key;
+          ri[slot] = i;
+        }
+        is_eq = key == kth;
+      }
+      const i64 incl = block_inclusive_scan<i64>(is_eq, scan_buf);
+      const i64 rank = eq_base + incl - is_eq;
+      if (is_eq && rank < take_eq) {
+        rk[n_greater + rank] = kth;
+        ri[n_greater + rank] = i;
+      }
+      // the block total is the last thread's inclusive sum
+      if (tid == bd - 1) scan_buf[0] = incl;
+      __syncthreads();
+      eq_base += scan_buf[0];
+      __syncthreads();
+    }
+    for (i64 t = k + tid; t < P; t += bd) {  // padding ranks after every real entry
+      rk[t] = 0;
+      ri[t] = 0x7fffffffffffffffll;
+    }
+    __syncthreads();
+    if (sorted) {
+      for (i64 size = 2; size <= P; size <<= 1) {
+        for (i64 stride = size >> 1; stride > 0; stride >>= 1) {
+          for (i64 t = tid; t < P / 2; t += bd) {
+            const i64 lo = 2 * t - (t & (stride - 1)), hi = lo + stride;
+            const bool asc = (lo & size) == 0;  // "ascending" = rank order
+            const bool swap = asc ? entry_before(rk[hi], ri[hi], rk[lo], ri[lo])
+                                  : entry_before(rk[lo], ri[lo], rk[hi], ri[hi]);
+            if (swap) {
+              KEY tk = rk[lo]; rk[lo] = rk[hi]; rk[hi] = tk;
+              i64 ti = ri[lo]; ri[lo] = ri[hi]; ri[hi] = ti;
+            }
+          }
+          __syncthreads();
+        }
+      }
+    }
+    T* vo = values + o * k * inner + j;
+    i64* io = indices + o * k * inner + j;
+    for (i64 t = tid; t < k; t += bd) {
+      const i64 idx = ri[t];
+      vo[t * inner] = row[idx * s_n];
+      io[t * inner] = idx;
+    }
+    __syncthreads();
+  }
+}
+
+// One thread per (outer, inner) column, scanning along n; coalesced when inner is the
+// contiguous axis.  torch's rule: take x if NaN, or if running is not NaN and x >=/<= it.
+extern "C" __global__ void cumext(const T* x, i64 outer, i64 n, i64 inner, i64 s_outer,
+                                  i64 s_n, i64 s_inner, int is_max, T* values,
+                                  i64* indices) {
+  const i64 cols = outer * inner;
+  for (i64 c = (i64)blockIdx.x * blockDim.x + threadIdx.x; c < cols;
+       c += (i64)gridDim.x * blockDim.x) {
+    const i64 o = c / inner, j = c % inner;
+    const T* xc = x + o * s_outer + j * s_inner;
+    T* vc = values + o * n * inner + j;
+    i64* ic = indices + o * n * inner + j;
+    T cur = xc[0];
+    i64 ci = 0;
+    for (i64 i = 0; i < n; ++i) {
+      const T v = xc[i * s_n];
+      const bool take = is_nan(v) ||
+                        (!is_nan(cur) && (is_max ? !(v < cur) : !(v > cur)));
+      if (take) {
+        cur = v;
+        ci = i;
+      }
+      vc[i * inner] = cur;
+      ic[i * inner] = ci;
+    }
+  }
+}
+#endif  // KEY
+
+#ifdef U
+#define NZ_ITEMS 16
+// Tiles of blockDim.x * NZ_ITEMS consecutive words, one block each.
+extern "C" __global__ void nonzero_count(const U* x, i64 size, U mask, i64* counts) {
+  __shared__ i64 buf[1024];
+  const i64 tile = (i64)blockDim.x * NZ_ITEMS, base = (i64)blockIdx.x * tile;
+  i64 c = 0;
+  for (int t = 0; t < NZ_ITEMS; ++t) {
+    const i64 i = base + (i64)t * blockDim.x + threadIdx.x;  // coalesced
+    if (i < size) c += (x[i] & mask) != 0;
+  }
+  const i64 total = block_inclusive_scan<i64>(c, buf);
+  if (threadIdx.x == blockDim.x - 1) counts[blockIdx.x] = total;
+}
+
+// offsets[b]: first output column of tile b.  Each thread owns NZ_ITEMS consecutive
+// words so that a block-wide scan of per-thread counts keeps row-major order.
+extern "C" __global__ void nonzero_fill(const U* x, i64 size, U mask, const i64* offsets,
+                                        int ndim, const i64* shape, i64 nnz, i64* out) {
+  __shared__ i64 buf[1024];
+  const i64 tile = (i64)blockDim.x * NZ_ITEMS;
+  const i64 first = (i64)blockIdx.x * tile + (i64)threadIdx.x * NZ_ITEMS;
+  i64 c = 0;
+  for (int t = 0; t < NZ_ITEMS; ++t) {
+    const i64 i = first + t;
+    if (i < size) c += (x[i] & mask) != 0;
+  }
+  i64 pos = offsets[blockIdx.x] + block_inclusive_scan<i64>(c, buf) - c;
+  for (int t = 0; t < NZ_ITEMS; ++t) {
+    const i64 i = first + t;
+    if (i < size && (x[i] & mask) != 0) {
+      i64 rem = i;
+      for (int d = ndim - 1; d >= 0; --d) {
+        out[(i64)d * nnz + pos] = rem % shape[d];
+        rem /= shape[d];
+      }
+      ++pos;
+    }
+  }
+}
+#endif  // U
