@@ -1,7 +1,8 @@
 """Builds the Cython/OpenMP CPU kernels (every fastops/_cpu/*.pyx is one extension).
 
 Flags: -O3 -fopenmp always. -march=native only when FASTOPS_MARCH_NATIVE=1, so a wheel
-built here runs on any x86-64 machine.
+built here runs on any x86-64 machine.  FASTOPS_EXTENSIONS=selection,scatter limits an
+in-place development build (``python setup.py build_ext --inplace``) to those families.
 """
 import glob
 import os
@@ -31,6 +32,10 @@ extensions = [
     )
     for path in sorted(glob.glob("fastops/_cpu/*.pyx"))
 ]
+only = os.environ.get("FASTOPS_EXTENSIONS")
+if only:
+    wanted = {"fastops._cpu." + name.strip() for name in only.split(",")}
+    extensions = [e for e in extensions if e.name in wanted]
 
 setup(
     ext_modules=cythonize(

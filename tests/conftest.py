@@ -1,0 +1,49 @@
+"""Shared test fixtures: the array module per backend, and GPU skipping.
+
+Tests that take the ``xp`` fixture run once on NumPy and once on CuPy; the CuPy run is
+marked ``gpu`` and skips cleanly where CuPy or a CUDA device is missing.  Results are
+compared on the host with ``to_numpy``.
+"""
+import numpy as np
+import pytest
+
+import fastops
+
+
+def _gpu_ok():
+    return fastops.backends()["gpu"]
+
+
+GPU = pytest.mark.skipif(not _gpu_ok(), reason="needs CuPy and a CUDA device")
+
+
+@pytest.fixture(params=["numpy", pytest.param("cupy", marks=[pytest.mark.gpu, GPU])])
+def xp(request):
+    if request.param == "numpy":
+        return np
+    import cupy
+    return cupy
+
+
+def to_numpy(a):
+    if isinstance(a, tuple):
+        return tuple(to_numpy(v) for v in a)
+    if hasattr(a, "get") and not isinstance(a, np.ndarray):
+        return a.get()
+    return np.asarray(a)
+
+
+@pytest.fixture
+def threads():
+    """Run a block with a given thread count and restore the previous one."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def use(n):
+        before = fastops.get_num_threads()
+        fastops.set_num_threads(n)
+        try:
+            yield
+        finally:
+            fastops.set_num_threads(before)
+    return use

@@ -1,0 +1,1 @@
+"""Slow, obviously correct float64 NumPy references written from the specs."""
