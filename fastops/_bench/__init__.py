@@ -1,6 +1,6 @@
 """Standard workloads, shared by ``python -m fastops bench`` and the asv suite.
 
-Each op family has a module here (selection.py, scatter.py, detection.py, ...) with a
+Each op family has a module here (selection.py, scatter.py, nms.py, roi_align.py) with a
 ``WORKLOADS`` list.  A :class:`Workload` makes seeded inputs once and, for each
 implementation name ("fastops", "numpy", "onnxruntime", "torch", "cv2", and the GPU
 ones "fastops-gpu", "cupy", "torch-cuda"), a zero-argument callable that runs the op.
@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 from typing import Callable, Dict, Optional
 
-FAMILIES = ("selection", "scatter", "detection")
+FAMILIES = ("selection", "scatter", "nms", "roi_align")
 
 
 @dataclasses.dataclass
