@@ -94,7 +94,7 @@ def prepare(op, **arrays):
     Returns ``(backend, converted)`` where ``converted`` is a tuple in argument order.
     """
     where = {}            # name -> "cpu" | "gpu"
-    framework = None      # the first DLPack producer's from_dlpack
+    producer = None       # the first DLPack producer: results go back to its framework
     for name, a in arrays.items():
         if a is None:
             continue
@@ -108,8 +108,8 @@ def prepare(op, **arrays):
                 where[name] = "gpu"
             else:
                 where[name] = "cpu"
-            if dev is not None and framework is None:
-                framework = _from_dlpack_fn(a)
+            if dev is not None and producer is None:
+                producer = a
     devices = set(where.values())
     if len(devices) > 1:
         first = next(iter(where))
@@ -120,6 +120,7 @@ def prepare(op, **arrays):
                     f"{where[first].upper()}; move them to one device (fastops does not copy "
                     f"between host and GPU implicitly)")
     device = devices.pop() if devices else "cpu"
+    framework = None if producer is None else _from_dlpack_fn(producer)
     if device == "gpu":
         cp = _cupy()
         conv = cp.from_dlpack

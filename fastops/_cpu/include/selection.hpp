@@ -69,7 +69,7 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     Entry<T> best = get(0);
     for (int64_t j = 1; j < m; ++j) {
       T v = get.value(j);
-      if (R::value_better(v, best.v)) best = Entry<T>{v, j};
+      if (R::value_better(v, best.v)) best = get(j);
     }
     out[0] = best;
     return;
@@ -81,7 +81,7 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     for (int64_t j = k; j < m; ++j) {
       T v = get.value(j);
       if (R::value_better(v, thr)) {
-        out[0] = Entry<T>{v, j};
+        out[0] = get(j);
         heap_sift_down<T, Largest>(out, k, 0);
         thr = out[0].v;
       }

@@ -1,0 +1,142 @@
+"""``python -m fastops info`` and ``python -m fastops bench``."""
+import argparse
+import json
+import platform
+import sys
+import time
+
+import numpy as np
+
+import fastops
+
+CPU_IMPLS = ("fastops", "numpy", "onnxruntime", "torch", "cv2")
+GPU_IMPLS = ("fastops-gpu", "cupy", "torch-cuda")
+
+
+def info():
+    print(f"fastops {fastops.__version__}")
+    print(f"python {platform.python_version()} on {platform.machine()}, numpy {np.__version__}")
+    print(f"backends: {fastops.backends()}")
+    print(f"OpenMP threads: {fastops.get_num_threads()}")
+    try:
+        import cupy
+        n = cupy.cuda.runtime.getDeviceCount()
+        for d in range(n):
+            props = cupy.cuda.runtime.getDeviceProperties(d)
+            print(f"CUDA device {d}: {props['name'].decode()}, "
+                  f"compute capability {props['major']}.{props['minor']}")
+        print(f"CuPy {cupy.__version__}, CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}")
+    except Exception as exc:  # no CuPy, no driver or no device: say which
+        print(f"CuPy/CUDA: not available ({type(exc).__name__}: {exc})")
+
+
+def copy_bandwidth(nbytes=256 << 20, repeats=5):
+    """Bytes per second of a large NumPy copy (read + write), the memory-bound floor."""
+    src = np.ones(nbytes // 8)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t)
+    return 2 * nbytes / best
+
+
+def measure(wl, impls, repeats):
+    """Median seconds per impl; repeats are interleaved so drift hits every impl alike."""
+    fns = {}
+    for impl in impls:
+        try:
+            fns[impl] = wl.prepare(impl)
+            fns[impl]()                               # warm-up
+        except NotImplementedError:
+            continue
+    times = {impl: [] for impl in fns}
+    for _ in range(repeats):
+        for impl, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[impl].append(time.perf_counter() - t)
+    return {impl: float(np.median(ts)) for impl, ts in times.items()}
+
+
+def bench(argv):
+    from fastops._bench import workloads
+    p = argparse.ArgumentParser(prog="python -m fastops bench",
+                                description="fastops against the peers installed here")
+    p.add_argument("--quick", action="store_true", help="fewer repeats, skip the largest "
+                   "workloads (under a minute)")
+    p.add_argument("--ops", help="comma-separated op names (topk,cummax,nonzero,...)")
+    p.add_argument("--repeat", type=int, help="timed repeats per implementation")
+    p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    args = p.parse_args(argv)
+    repeats = args.repeat or (3 if args.quick else 9)
+    ops = set(args.ops.split(",")) if args.ops else None
+    gpu = fastops.backends()["gpu"]
+    bw = copy_bandwidth()
+    print(f"fastops {fastops.__version__}, {fastops.get_num_threads()} threads, "
+          f"copy bandwidth {bw / 1e9:.1f} GB/s, median of {repeats} (ms)")
+    rows = []
+    for wl in workloads():
+        if (ops and wl.op not in ops) or (args.quick and not wl.quick):
+            continue
+        for device, impls in (("cpu", CPU_IMPLS), ("gpu", GPU_IMPLS)):
+            if device == "gpu" and not gpu:
+                continue
+            med = measure(wl, impls, repeats)
+            if not med:
+                continue
+            mine = med.get(impls[0])
+            peers = {k: v for k, v in med.items() if k != impls[0]}
+            best = min(peers, key=peers.get) if peers else None
+            floor = (wl.bytes_moved(wl.inputs()) / bw
+                     if wl.bytes_moved and device == "cpu" else None)
+            rows.append({"workload": wl.name, "device": device,
+                         "ms": {k: v * 1e3 for k, v in med.items()},
+                         "best_peer": best,
+                         "ratio": (mine / peers[best]) if (best and mine) else None,
+                         "floor_ms": floor * 1e3 if floor else None})
+            _print_row(rows[-1], impls)
+            wl._inputs = None      # free the inputs before the next workload
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"threads": fastops.get_num_threads(), "copy_GBps": bw / 1e9,
+                       "repeats": repeats, "machine": platform.platform(), "rows": rows}, f,
+                      indent=1)
+    return 0
+
+
+_header_done = set()
+
+
+def _print_row(row, impls):
+    if row["device"] not in _header_done:
+        _header_done.add(row["device"])
+        cols = "".join(f"{c:>13}" for c in impls)
+        print(f"\n{'workload (' + row['device'] + ')':<40}{cols}{'best peer':>13}"
+              f"{'ratio':>7}{'floor':>8}")
+    cells = "".join(f"{row['ms'][c]:>13.2f}" if c in row["ms"] else f"{'-':>13}" for c in impls)
+    ratio = f"{row['ratio']:.2f}" if row["ratio"] else "-"
+    floor = f"{row['floor_ms']:.1f}" if row["floor_ms"] else "-"
+    print(f"{row['workload']:<40}{cells}{row['best_peer'] or '-':>13}{ratio:>7}{floor:>8}",
+          flush=True)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m fastops {info,bench} [options]\n"
+              "  info   version, backends, threads, CuPy/CUDA device\n"
+              "  bench  fastops against the installed peers (bench --help)")
+        return 0 if argv else 2
+    if argv[0] == "info":
+        info()
+        return 0
+    if argv[0] == "bench":
+        return bench(argv[1:])
+    print(f"unknown command {argv[0]!r}; use info or bench", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

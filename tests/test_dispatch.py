@@ -1,0 +1,81 @@
+"""The dispatch layer, DLPack round trips, thread control and the CLI."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fastops
+
+
+class FakeCudaTensor:
+    """Claims to live on a CUDA device (DLPack device type 2)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("must not be converted")
+
+
+def test_import_does_not_import_cupy():
+    code = "import sys, fastops, numpy; fastops.topk(numpy.ones(3), 1); print('cupy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_lists_are_accepted():
+    v, i = fastops.topk([3, 1, 2], 2)
+    assert v.tolist() == [3, 2] and i.tolist() == [0, 2]
+    assert isinstance(v, np.ndarray)
+
+
+def test_mixing_devices_names_the_argument():
+    from fastops import _dispatch
+    with pytest.raises(TypeError, match="argument 'b' is on the GPU but 'a' is on the CPU"):
+        _dispatch.prepare("op", a=np.zeros(2), b=FakeCudaTensor())
+
+
+def test_torch_tensors_round_trip_zero_copy():
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([[1.0, 5.0, 3.0], [2.0, 2.0, 7.0]])
+    v, i = fastops.topk(t, 2)
+    assert isinstance(v, torch.Tensor) and isinstance(i, torch.Tensor)
+    assert v.tolist() == [[5.0, 3.0], [7.0, 2.0]] and i.tolist() == [[1, 2], [2, 0]]
+    idx = fastops.nonzero(torch.tensor([0, 3, 0, 1]))
+    assert isinstance(idx, torch.Tensor) and idx.tolist() == [[1, 3]]
+    # zero-copy in: the kernel reads the tensor's own memory
+    from fastops import _dispatch
+    _, (a,) = _dispatch.prepare("op", a=t)
+    assert a.ctypes.data == t.data_ptr()
+
+
+def test_set_num_threads(threads):
+    with threads(1):
+        assert fastops.get_num_threads() == 1
+    with pytest.raises(ValueError, match="set_num_threads: n=0 must be at least 1"):
+        fastops.set_num_threads(0)
+    with pytest.raises(TypeError, match="n must be an integer"):
+        fastops.set_num_threads(1.5)
+
+
+def test_threadpoolctl_limits_fastops():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    fastops.topk(np.ones(3), 1)      # make sure the OpenMP runtime is loaded
+    with threadpoolctl.threadpool_limits(1, user_api="openmp"):
+        assert fastops.get_num_threads() == 1
+
+
+def test_omp_num_threads_env():
+    code = "import fastops; print(fastops.get_num_threads())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert out.stdout.strip() == "1"
+
+
+def test_backends_and_info_cli():
+    assert fastops.backends()["cpu"] is True
+    out = subprocess.run([sys.executable, "-m", "fastops", "info"], capture_output=True,
+                         text=True, check=True)
+    assert "fastops " + fastops.__version__ in out.stdout
+    assert "OpenMP threads" in out.stdout

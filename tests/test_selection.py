@@ -1,0 +1,323 @@
+"""topk, cummax, cummin, nonzero against references the kernels did not produce."""
+import numpy as np
+import pytest
+
+import fastops
+from tests.conftest import to_numpy
+from tests.onnx_cases import case_names, load_case, run_reference
+from tests.reference import selection as ref
+
+ALL_REAL = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
+            "float16", "float32", "float64"]
+RNG = np.random.default_rng(1234)
+
+
+def sample(shape, dtype, rng=RNG, ties=False, specials=False):
+    """Random values of ``dtype``; ``ties`` draws from few values, ``specials`` adds NaN/inf."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        x = rng.integers(-3, 4, shape).astype(dt) if ties else rng.standard_normal(shape).astype(dt)
+        if specials and x.size:
+            flat = x.reshape(-1)
+            pick = rng.choice(flat.size, size=max(1, flat.size // 8), replace=False)
+            flat[pick] = rng.choice([np.nan, np.inf, -np.inf, -0.0], size=pick.size)
+        return x
+    info = np.iinfo(dt)
+    if ties:
+        return rng.integers(max(info.min, -2), min(info.max, 3), shape, endpoint=True).astype(dt)
+    return rng.integers(info.min, info.max, shape, endpoint=True, dtype=dt)
+
+
+def check_topk(x, k, axis=-1, largest=True, sorted=True, xp=np):
+    v, i = to_numpy(fastops.topk(xp.asarray(x) if xp is not np else x, k, axis, largest, sorted))
+    rv, ri = ref.topk(x, k, axis, largest)
+    if not sorted:   # same set; compare after ordering by index
+        order = np.argsort(i, axis=axis, kind="stable")
+        v, i = np.take_along_axis(v, order, axis), np.take_along_axis(i, order, axis)
+        order = np.argsort(ri, axis=axis, kind="stable")
+        rv, ri = np.take_along_axis(rv, order, axis), np.take_along_axis(ri, order, axis)
+    assert v.dtype == x.dtype and i.dtype == np.int64
+    np.testing.assert_array_equal(i, ri)
+    np.testing.assert_array_equal(v, rv)
+
+
+# ------------------------------------------------------------------------ topk
+@pytest.mark.parametrize("dtype", ALL_REAL)
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_every_dtype(xp, dtype, largest):
+    x = sample((6, 300), dtype)
+    for k in (0, 1, 5, 40, 299, 300):   # k=1 scan, heap, partition, k = n
+        check_topk(x, k, -1, largest, xp=xp)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_nan_inf_ties(xp, dtype, largest):
+    x = sample((5, 200), dtype, ties=True, specials=True)
+    x[0] = np.nan                              # an all-NaN row
+    x[1, ::3] = np.inf
+    for k in (1, 3, 17, 150, 200):
+        check_topk(x, k, 1, largest, xp=xp)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "float32"])
+def test_topk_ties_lower_index_first(xp, dtype):
+    x = sample((4, 500), dtype, ties=True)
+    for k in (2, 10, 250):
+        check_topk(x, k, -1, True, xp=xp)
+        check_topk(x, k, -1, False, xp=xp)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
+def test_topk_axes(xp, axis):
+    x = sample((7, 9, 11), "float32", ties=True)
+    check_topk(x, 4, axis, xp=xp)
+
+
+def test_topk_unsorted_same_set(xp):
+    x = sample((3, 1000), "float32", ties=True, specials=True)
+    for k in (1, 7, 100, 600):
+        check_topk(x, k, -1, True, sorted=False, xp=xp)
+        check_topk(x, k, -1, False, sorted=False, xp=xp)
+
+
+def test_topk_noncontiguous(xp):
+    base = sample((40, 60), "float64", ties=True)
+    for x in (base[::2, 5:], base.T, base[::-1, ::-3], np.asfortranarray(base)):
+        check_topk(x, 6, -1, xp=xp)
+        check_topk(x, 3, 0, False, xp=xp)
+
+
+@pytest.mark.parametrize("k", [1, 50, 30_000])
+def test_topk_single_long_row_split_across_threads(threads, k):
+    # one row of 300k: the row is split into per-thread chunks and the winners merged
+    x = sample((1, 300_000), "float32", ties=True, specials=True)
+    expect = ref.topk(x, k, 1, True)
+    for n in (1, 2):
+        with threads(n):
+            v, i = fastops.topk(x, k)
+            np.testing.assert_array_equal(i, expect[1])
+            np.testing.assert_array_equal(v, expect[0])
+
+
+def test_topk_threads_bit_identical(threads):
+    x = sample((64, 5000), "float32", ties=True, specials=True)
+    with threads(1):
+        one = [fastops.topk(x, k) for k in (1, 10, 2000)]
+    with threads(2):
+        two = [fastops.topk(x, k) for k in (1, 10, 2000)]
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_topk_empty(xp):
+    v, i = fastops.topk(xp.zeros((0, 5), np.float32), 3)
+    assert v.shape == (0, 3) and i.shape == (0, 3) and i.dtype == np.int64
+    v, i = fastops.topk(xp.zeros((4, 0), np.int16), 0)
+    assert v.shape == (4, 0) and v.dtype == np.int16
+    v, i = fastops.topk(xp.ones((4, 6), np.int16), 0, axis=1)
+    assert v.shape == (4, 0)
+
+
+def test_topk_k_as_array_and_input_untouched():
+    x = sample((3, 50), "float32")
+    before = x.copy()
+    v, _ = fastops.topk(x, np.array([4], dtype=np.int64))
+    assert v.shape == (3, 4)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_topk_seed_example():
+    # ../shared/seeds/000: TopK example, axis=1, k=3
+    X = np.array([[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]], dtype=np.float32)
+    v, i = fastops.topk(X, np.array([3], dtype=np.int64), axis=1)
+    np.testing.assert_array_equal(v, [[3., 2., 1.], [7., 6., 5.], [11., 10., 9.]])
+    np.testing.assert_array_equal(i, [[3, 2, 1], [3, 2, 1], [3, 2, 1]])
+
+
+@pytest.mark.parametrize("name", case_names("test_top_k"))
+def test_topk_onnx_node_data(xp, name):
+    _, attrs, (x, k), (values, indices) = load_case(name)
+    v, i = to_numpy(fastops.topk(xp.asarray(x), k, axis=attrs.get("axis", -1),
+                                 largest=attrs.get("largest", 1), sorted=attrs.get("sorted", 1)))
+    np.testing.assert_array_equal(v, values)
+    np.testing.assert_array_equal(i, indices)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "uint8"])
+def test_topk_matches_onnx_reference(dtype):
+    x = sample((5, 6, 33), dtype, ties=True)
+    for axis, k, largest in ((2, 7, 1), (1, 2, 0), (0, 5, 1)):
+        rv, ri = run_reference("TopK", [x, np.array([k], np.int64)],
+                               {"axis": axis, "largest": largest}, opset=11, n_outputs=2)
+        v, i = fastops.topk(x, k, axis, bool(largest))
+        np.testing.assert_array_equal(v, rv)
+        np.testing.assert_array_equal(i, ri)
+
+
+def test_topk_matches_torch_nan_rule():
+    torch = pytest.importorskip("torch")
+    x = sample((8, 100), "float32", specials=True)
+    for largest in (True, False):
+        tv, ti = torch.topk(torch.from_numpy(x), 9, dim=1, largest=largest)
+        v, i = fastops.topk(x, 9, 1, largest)
+        np.testing.assert_array_equal(v, tv.numpy())   # NaN positions and values agree
+
+
+@pytest.mark.parametrize("bad, exc, match", [
+    (dict(k=6), ValueError, r"k=6 is larger than x.shape\[1\]=5"),
+    (dict(k=-1), ValueError, "k=-1 must be non-negative"),
+    (dict(k=2.0), TypeError, "k must be an integer"),
+    (dict(k=np.array([1, 2])), TypeError, "1-element integer array"),
+    (dict(k=2, axis=2), ValueError, "axis=2 is out of range"),
+    (dict(k=2, axis=1.5), TypeError, "axis must be an integer"),
+    (dict(k=2, largest="yes"), TypeError, "largest must be a bool"),
+])
+def test_topk_bad_input(bad, exc, match):
+    with pytest.raises(exc, match=match):
+        fastops.topk(np.zeros((3, 5), np.float32), **bad)
+
+
+def test_topk_bad_dtype_and_rank():
+    with pytest.raises(TypeError, match="topk: x has dtype bool"):
+        fastops.topk(np.zeros(5, bool), 1)
+    with pytest.raises(ValueError, match="at least 1 dimension"):
+        fastops.topk(np.float32(3), 1)
+    with pytest.raises(TypeError, match="x has dtype complex128"):
+        fastops.topk(np.zeros(3, complex), 1)
+
+
+# --------------------------------------------------------------- cummax/cummin
+@pytest.mark.parametrize("dtype", ALL_REAL)
+@pytest.mark.parametrize("fn", ["cummax", "cummin"])
+def test_cum_every_dtype(xp, dtype, fn):
+    x = sample((5, 7, 40), dtype, ties=True, specials=np.dtype(dtype).kind == "f")
+    for axis in (0, 1, 2, -1):
+        v, i = to_numpy(getattr(fastops, fn)(xp.asarray(x), axis))
+        rv, ri = ref.cumext(x, axis, fn == "cummax")
+        assert v.dtype == x.dtype and i.dtype == np.int64
+        np.testing.assert_array_equal(i, ri)
+        np.testing.assert_array_equal(v, rv)
+
+
+@pytest.mark.parametrize("fn", ["cummax", "cummin"])
+def test_cum_matches_torch(fn):
+    torch = pytest.importorskip("torch")
+    for dtype in ("float32", "float64", "int32", "uint8", "int64"):
+        x = sample((6, 300), dtype, ties=True, specials=dtype.startswith("float"))
+        for axis in (0, 1):
+            tv, ti = getattr(torch, fn)(torch.from_numpy(x), dim=axis)
+            v, i = getattr(fastops, fn)(x, axis)
+            np.testing.assert_array_equal(i, ti.numpy())
+            np.testing.assert_array_equal(v, tv.numpy())
+
+
+def test_cum_noncontiguous_and_empty(xp):
+    base = sample((30, 50), "float32", ties=True, specials=True)
+    for x in (base[::2, 3:], base.T, base[::-1, ::-2]):
+        for axis in (0, 1):
+            v, i = to_numpy(fastops.cummin(xp.asarray(x), axis))
+            rv, ri = ref.cumext(x, axis, False)
+            np.testing.assert_array_equal(i, ri)
+            np.testing.assert_array_equal(v, rv)
+    v, i = fastops.cummax(xp.zeros((0, 4), np.float32), 1)
+    assert v.shape == (0, 4) and i.shape == (0, 4)
+    v, i = fastops.cummax(xp.zeros((3, 0), np.int8), 1)
+    assert v.shape == (3, 0) and v.dtype == np.int8
+
+
+def test_cum_threads_bit_identical(threads):
+    x = sample((300, 700), "float32", ties=True, specials=True)
+    res = {}
+    for n in (1, 2):
+        with threads(n):
+            res[n] = [fastops.cummax(x, a) for a in (0, 1)] + [fastops.cummin(x, a) for a in (0, 1)]
+    for a, b in zip(res[1], res[2]):
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_cum_bad_input():
+    with pytest.raises(ValueError, match="cummax: axis=2 is out of range"):
+        fastops.cummax(np.zeros((2, 2)), 2)
+    with pytest.raises(ValueError, match="cummin: x must have at least 1 dimension"):
+        fastops.cummin(np.float32(1), 0)
+    with pytest.raises(TypeError, match="cummax: x has dtype bool"):
+        fastops.cummax(np.zeros(3, bool), 0)
+
+
+# ------------------------------------------------------------------- nonzero
+@pytest.mark.parametrize("dtype", ALL_REAL + ["bool", "complex64"])
+def test_nonzero_every_dtype(xp, dtype):
+    rng = np.random.default_rng(7)
+    if dtype == "bool":
+        x = rng.random((13, 17, 5)) < 0.3
+    elif dtype == "complex64":
+        x = (rng.integers(0, 2, (13, 17)) + 1j * rng.integers(0, 2, (13, 17))).astype(dtype)
+    else:
+        x = sample((13, 17, 5), dtype, ties=True, specials=dtype.startswith("float"))
+        if dtype.startswith("float"):
+            x.reshape(-1)[::7] = -0.0            # negative zero is zero
+    got = to_numpy(fastops.nonzero(xp.asarray(x)))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, ref.nonzero(x))
+    np.testing.assert_array_equal(got, np.array(np.nonzero(x)))
+
+
+def test_nonzero_shapes(xp):
+    assert to_numpy(fastops.nonzero(xp.asarray(np.float32(3)))).tolist() == [[0]]
+    assert to_numpy(fastops.nonzero(xp.asarray(np.float32(0)))).shape == (1, 0)
+    assert to_numpy(fastops.nonzero(xp.zeros((3, 0, 2)))).shape == (3, 0)
+    assert to_numpy(fastops.nonzero(xp.zeros((4, 4)))).shape == (2, 0)
+    x = sample((5, 6, 7, 2, 3), "int8", ties=True)
+    np.testing.assert_array_equal(to_numpy(fastops.nonzero(xp.asarray(x))), np.array(np.nonzero(x)))
+
+
+def test_nonzero_noncontiguous_large_and_threads(threads):
+    rng = np.random.default_rng(3)
+    base = (rng.random((700, 900)) < 0.1) * rng.standard_normal((700, 900))
+    for x in (base[::-2, 1::3], base.T):
+        np.testing.assert_array_equal(fastops.nonzero(x), np.array(np.nonzero(x)))
+    with threads(1):
+        one = fastops.nonzero(base)
+    with threads(2):
+        two = fastops.nonzero(base)
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_array_equal(one, np.array(np.nonzero(base)))
+    flat = base.reshape(-1)   # one long row: chunks split inside the row
+    np.testing.assert_array_equal(fastops.nonzero(flat), np.array(np.nonzero(flat)))
+
+
+def test_nonzero_onnx_node_data(xp):
+    _, _, (x,), (y,) = load_case("test_nonzero_example")
+    np.testing.assert_array_equal(to_numpy(fastops.nonzero(xp.asarray(x))), y)
+
+
+def test_nonzero_matches_onnx_reference():
+    x = sample((4, 9, 6), "float32", ties=True)
+    (y,) = run_reference("NonZero", [x], {}, opset=13)
+    np.testing.assert_array_equal(fastops.nonzero(x), y)
+
+
+def test_nonzero_bad_dtype():
+    with pytest.raises(TypeError, match="nonzero: x has dtype <U1"):
+        fastops.nonzero(np.array(["a", "b"]))
+
+
+# -------------------------------------------------------------- GPU == CPU
+@pytest.mark.gpu
+def test_gpu_equals_cpu_exactly(xp):
+    if xp is np:
+        pytest.skip("GPU comparison")
+    for dtype in ALL_REAL:
+        x = sample((33, 1500), dtype, ties=True, specials=dtype.startswith("float"))
+        for k in (1, 8, 700):
+            for largest in (True, False):
+                c = fastops.topk(x, k, largest=largest)
+                g = to_numpy(fastops.topk(xp.asarray(x), k, largest=largest))
+                np.testing.assert_array_equal(c[1], g[1])
+        for axis in (0, 1):
+            np.testing.assert_array_equal(fastops.cummax(x, axis)[1],
+                                          to_numpy(fastops.cummax(xp.asarray(x), axis))[1])
+        np.testing.assert_array_equal(fastops.nonzero(x), to_numpy(fastops.nonzero(xp.asarray(x))))
