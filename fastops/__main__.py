@@ -68,6 +68,8 @@ def bench(argv):
                    "workloads (under a minute)")
     p.add_argument("--ops", help="comma-separated op names (topk,cummax,nonzero,...)")
     p.add_argument("--repeat", type=int, help="timed repeats per implementation")
+    p.add_argument("--device", choices=("cpu", "gpu", "all"), default="all",
+                   help="which backends to measure (gpu only where CuPy sees a device)")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     args = p.parse_args(argv)
     repeats = args.repeat or (3 if args.quick else 9)
@@ -81,7 +83,7 @@ def bench(argv):
         if (ops and wl.op not in ops) or (args.quick and not wl.quick):
             continue
         for device, impls in (("cpu", CPU_IMPLS), ("gpu", GPU_IMPLS)):
-            if device == "gpu" and not gpu:
+            if (device == "gpu" and not gpu) or args.device not in ("all", device):
                 continue
             med = measure(wl, impls, repeats)
             if not med:

@@ -10,7 +10,9 @@ from fastops._bench import impl_names, workloads
 
 
 def make_suite(family):
+    """(Time<Family>, Threads<Family>) classes; assign them to module names of the same name."""
     wls = {w.name: w for w in workloads(family)}
+    title = "".join(part.title() for part in family.split("_"))
 
     class Suite:
         params = [list(wls), list(impl_names())]
@@ -46,4 +48,6 @@ def make_suite(family):
         def time_op(self, workload, threads):
             self.fn()
 
+    Suite.__name__ = Suite.__qualname__ = "Time" + title
+    ThreadScaling.__name__ = ThreadScaling.__qualname__ = "Threads" + title
     return Suite, ThreadScaling
