@@ -1,0 +1,80 @@
+"""Workloads for roi_align (sizes from issue 4's targets).
+
+A Mask R-CNN-like FPN level: features (2, 256, 200, 272) float32 at stride 4 of an
+800 x 1088 image (spatial_scale = 1/4); RoIs are random boxes in image pixels, sides
+log-uniform in [16, 512] pixels, clipped to the image.  Box head: 1000 RoIs, 7 x 7;
+mask head: 200 RoIs, 14 x 14; sampling_ratio 2, aligned (ONNX half_pixel).
+"""
+import numpy as np
+
+import fastops
+from fastops._bench import Workload, peers
+
+_IMG_H, _IMG_W, _STRIDE = 800, 1088, 4
+
+
+def _boxes(rng, k):
+    side = np.exp(rng.uniform(np.log(16), np.log(512), (k, 2)))        # (w, h)
+    ctr = rng.uniform(0, 1, (k, 2)) * np.array([_IMG_W, _IMG_H])
+    lo = np.clip(ctr - side / 2, 0, [_IMG_W, _IMG_H])
+    hi = np.clip(ctr + side / 2, 0, [_IMG_W, _IMG_H])
+    return np.concatenate([lo, hi], axis=1).astype(np.float32)
+
+
+def _torchvision():
+    peers._need("torch")
+    return peers._need("torchvision")
+
+
+def _workload(k, out, quick=True):
+    scale = 1.0 / _STRIDE
+
+    def make():
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((2, 256, _IMG_H // _STRIDE, _IMG_W // _STRIDE),
+                                dtype=np.float32)
+        boxes = _boxes(rng, k)
+        batch = rng.integers(0, 2, k).astype(np.int64)
+        rois = np.concatenate([batch[:, None].astype(np.float32), boxes], axis=1)
+        return {"x": x, "rois": rois, "boxes": boxes, "batch": batch}
+
+    def fast(inp):
+        return lambda: fastops.roi_align(inp["x"], inp["rois"], out, scale, 2)
+
+    def ort(inp):
+        return peers.ort_session(
+            "RoiAlign", [("X", inp["x"]), ("rois", inp["boxes"]),
+                         ("batch_indices", inp["batch"])],
+            [("Y", np.float32)],
+            {"output_height": out, "output_width": out, "sampling_ratio": 2,
+             "spatial_scale": scale, "mode": "avg",
+             "coordinate_transformation_mode": "half_pixel"}, opset=16)
+
+    def tv_cpu(inp):
+        tv = _torchvision()
+        torch = peers.torch_cpu()
+        x, r = torch.from_numpy(inp["x"]), torch.from_numpy(inp["rois"])
+        return lambda: tv.ops.roi_align(x, r, out, scale, 2, aligned=True)
+
+    def gpu(inp):
+        g = peers.to_gpu(inp)
+        return peers.gpu_call(lambda: fastops.roi_align(g["x"], g["rois"], out, scale, 2))
+
+    def tv_gpu(inp):
+        tv = _torchvision()
+        torch = peers.torch_cuda()
+        x, r = torch.from_numpy(inp["x"]).cuda(), torch.from_numpy(inp["rois"]).cuda()
+        return peers.torch_gpu_call(lambda: tv.ops.roi_align(x, r, out, scale, 2, aligned=True))
+
+    return Workload(
+        name=f"roi_align 2x256x200x272 float32 {k} rois {out}x{out} sr=2",
+        op="roi_align", make=make,
+        impls={"fastops": fast, "onnxruntime": ort, "torch": tv_cpu, "fastops-gpu": gpu,
+               "torch-cuda": tv_gpu},
+        heavy=True, quick=quick)
+
+
+WORKLOADS = [
+    _workload(1000, 7),      # box head
+    _workload(200, 14),      # mask head
+]

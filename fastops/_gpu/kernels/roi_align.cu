@@ -1,0 +1,123 @@
+// RoIAlign forward (ONNX RoiAlign, MMCV MMCVRoIAlign, torchvision roi_align).
+// Preamble defines:
+//   T   float or double (float16 arrives as float)
+// The arithmetic is the CPU kernel's (fastops/_cpu/include/roi_align.hpp, interp.hpp),
+// operation for operation, with explicit round-to-nearest intrinsics so that NVRTC
+// cannot contract a*b+c into an FMA: GPU results are bit-identical to the CPU ones.
+// One thread per output element (roi, c, ph, pw), grid-stride, 64-bit indices.
+
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double sub_rn(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float div_rn(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double div_rn(double a, double b) { return __ddiv_rn(a, b); }
+
+#define ROI_GRID_MAX (1LL << 20)
+
+struct AxisLerpT {
+  i64 lo, hi;  // element offsets (index * stride)
+  T l, h;      // weights of hi and lo
+};
+
+// The RoIAlign (Caffe2) edge rule along one axis of length n >= 1, as interp.hpp's
+// axis_lerp_roi_offsets: outside [-1, n] (or NaN) -> offsets 0 and weights 0.
+__device__ __forceinline__ AxisLerpT axis_lerp_roi(T c, i64 n, i64 stride) {
+  AxisLerpT a;
+  if (!(c >= (T)-1 && c <= (T)n)) {
+    a.lo = a.hi = 0;
+    a.l = a.h = (T)0;
+    return a;
+  }
+  if (c <= (T)0) c = (T)0;
+  i64 lo = (i64)c;
+  i64 hi;
+  if (lo >= n - 1) {
+    hi = lo = n - 1;
+    c = (T)lo;
+  } else {
+    hi = lo + 1;
+  }
+  a.l = sub_rn(c, (T)lo);
+  a.h = sub_rn((T)1, a.l);
+  a.lo = lo * stride;
+  a.hi = hi * stride;
+  return a;
+}
+
+__device__ __forceinline__ i64 roi_grid(T bin, i64 sampling_ratio) {
+  if (sampling_ratio > 0) return sampling_ratio;
+  double g = ceil((double)bin);  // exact for float bins too
+  if (!(g > 0.0)) return 0;
+  return g >= (double)ROI_GRID_MAX ? ROI_GRID_MAX : (i64)g;
+}
+
+// mode: 0 avg, 1 max of interpolated samples (NaN propagates), 2 onnx_max.
+extern "C" __global__ void roi_align_fwd(const T* x, i64 C, i64 H, i64 W, i64 sN, i64 sC,
+                                         i64 sH, i64 sW, const T* boxes, const i64* batch,
+                                         i64 K, i64 PH, i64 PW, T scale, i64 sampling_ratio,
+                                         int mode, int aligned, T* out) {
+  const i64 total = K * C * PH * PW;
+  for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+       idx += (i64)blockDim.x * gridDim.x) {
+    const i64 p_w = idx % PW;
+    i64 t = idx / PW;
+    const i64 p_h = t % PH;
+    t /= PH;
+    const i64 c = t % C;
+    const i64 r = t / C;
+
+    const T* box = boxes + 4 * r;
+    const T offset = aligned ? (T)0.5 : (T)0;
+    const T start_w = sub_rn(mul_rn(box[0], scale), offset);
+    const T start_h = sub_rn(mul_rn(box[1], scale), offset);
+    const T end_w = sub_rn(mul_rn(box[2], scale), offset);
+    const T end_h = sub_rn(mul_rn(box[3], scale), offset);
+    T roi_w = sub_rn(end_w, start_w);
+    T roi_h = sub_rn(end_h, start_h);
+    if (!aligned) {  // legacy: malformed RoIs become 1x1 (std::max order)
+      roi_w = roi_w < (T)1 ? (T)1 : roi_w;
+      roi_h = roi_h < (T)1 ? (T)1 : roi_h;
+    }
+    const T bin_h = div_rn(roi_h, (T)PH);
+    const T bin_w = div_rn(roi_w, (T)PW);
+    const i64 gh = roi_grid(bin_h, sampling_ratio);
+    const i64 gw = roi_grid(bin_w, sampling_ratio);
+    const i64 n = gh * gw;
+    const T count = (T)(n > 1 ? n : 1);
+
+    const T* plane = x + batch[r] * sN + c * sC;
+    const T base_h = add_rn(start_h, mul_rn((T)p_h, bin_h));
+    const T base_w = add_rn(start_w, mul_rn((T)p_w, bin_w));
+    T acc = (T)0;
+    for (i64 iy = 0; iy < gh; ++iy) {
+      const T yy = add_rn(base_h, div_rn(mul_rn(add_rn((T)iy, (T)0.5), bin_h), (T)gh));
+      const AxisLerpT ya = axis_lerp_roi(yy, H, sH);
+      const T* lo = plane + ya.lo;
+      const T* hi = plane + ya.hi;
+      for (i64 ix = 0; ix < gw; ++ix) {
+        const T xx = add_rn(base_w, div_rn(mul_rn(add_rn((T)ix, (T)0.5), bin_w), (T)gw));
+        const AxisLerpT xa = axis_lerp_roi(xx, W, sW);
+        const T t0 = mul_rn(mul_rn(ya.h, xa.h), lo[xa.lo]);
+        const T t1 = mul_rn(mul_rn(ya.h, xa.l), lo[xa.hi]);
+        const T t2 = mul_rn(mul_rn(ya.l, xa.h), hi[xa.lo]);
+        const T t3 = mul_rn(mul_rn(ya.l, xa.l), hi[xa.hi]);
+        const bool first = iy == 0 && ix == 0;
+        if (mode == 2) {
+          T v = t0;
+          if (v < t1) v = t1;
+          if (v < t2) v = t2;
+          if (v < t3) v = t3;
+          acc = (first || acc < v) ? v : acc;
+        } else {
+          const T v = add_rn(add_rn(add_rn(t0, t1), t2), t3);
+          if (mode == 0) acc = add_rn(acc, v);
+          else acc = (first || v > acc || v != v) ? v : acc;
+        }
+      }
+    }
+    out[idx] = mode == 0 ? div_rn(acc, count) : acc;
+  }
+}
