@@ -6,6 +6,8 @@ the same device and in the same framework.  See API.md for the contract.
 __version__ = "0.1.0"
 
 from fastops._threads import get_num_threads, set_num_threads
+from fastops.detection import batched_nms, nms, non_max_suppression, roi_align
+from fastops.scatter import gather_elements, gather_nd, scatter, scatter_elements, scatter_nd
 from fastops.selection import cummax, cummin, nonzero, topk
 
 
@@ -15,5 +17,9 @@ def backends():
     return {"cpu": True, "gpu": available()}
 
 
-__all__ = ["topk", "cummax", "cummin", "nonzero", "backends", "get_num_threads",
-           "set_num_threads"]
+__all__ = [
+    "topk", "cummax", "cummin", "nonzero",
+    "scatter", "scatter_elements", "scatter_nd", "gather_elements", "gather_nd",
+    "non_max_suppression", "nms", "batched_nms", "roi_align",
+    "backends", "get_num_threads", "set_num_threads",
+]

@@ -1,0 +1,205 @@
+"""Workloads for scatter_elements, scatter_nd, gather_elements, gather_nd (issue #3 sizes).
+
+Indices are random (with duplicates), int64.  Every scatter implementation allocates a
+new output and copies data into it (16 MB for 2000x2000, 64 MB for 1M x 16 float32).
+"""
+import numpy as np
+
+import fastops
+from fastops._bench import Workload, peers
+
+
+def _rng():
+    return np.random.default_rng(0)
+
+
+def _elements_inputs():
+    rng = _rng()
+    return {"data": rng.standard_normal((2000, 2000), dtype=np.float32),
+            "indices": rng.integers(0, 2000, (500, 2000), dtype=np.int64),
+            "updates": rng.standard_normal((500, 2000), dtype=np.float32)}
+
+
+def _nd_inputs():
+    rng = _rng()
+    return {"data": rng.standard_normal((1_000_000, 16), dtype=np.float32),
+            "indices": rng.integers(0, 1_000_000, (200_000, 1), dtype=np.int64),
+            "updates": rng.standard_normal((200_000, 16), dtype=np.float32)}
+
+
+def _torch_cpu(inp, *names):
+    torch = peers.torch_cpu()
+    return torch, [torch.from_numpy(inp[n]) for n in names]
+
+
+def _torch_gpu(inp, *names):
+    torch = peers.torch_cuda()
+    return torch, [torch.from_numpy(inp[n]).cuda() for n in names]
+
+
+def _gpu_fastops(fn, *names):
+    def prep(inp):
+        g = peers.to_gpu(inp)
+        args = [g[n] for n in names]
+        return peers.gpu_call(lambda: fn(*args))
+    return prep
+
+
+# ------------------------------------------------------------ scatter_elements
+def _scatter_elements_workload(reduction):
+    def fast(inp):
+        d, i, u = inp["data"], inp["indices"], inp["updates"]
+        return lambda: fastops.scatter_elements(d, i, u, axis=0, reduction=reduction)
+
+    def numpy_impl(inp):
+        d, i, u = inp["data"], inp["indices"], inp["updates"]
+        cols = np.broadcast_to(np.arange(d.shape[1]), i.shape)
+
+        def run():
+            out = d.copy()
+            if reduction == "none":
+                np.put_along_axis(out, i, u, axis=0)
+            else:
+                np.add.at(out, (i, cols), u)
+            return out
+        return run
+
+    def ort(inp):
+        return peers.ort_session(
+            "ScatterElements", [("data", inp["data"]), ("indices", inp["indices"]),
+                                ("updates", inp["updates"])],
+            [("out", np.float32)], {"axis": 0, "reduction": reduction}, opset=18)
+
+    def torch_impl(inp):
+        torch, (d, i, u) = _torch_cpu(inp, "data", "indices", "updates")
+        if reduction == "none":
+            return lambda: torch.scatter(d, 0, i, u)
+        return lambda: torch.scatter_add(d, 0, i, u)
+
+    def torch_gpu(inp):
+        torch, (d, i, u) = _torch_gpu(inp, "data", "indices", "updates")
+        f = torch.scatter if reduction == "none" else torch.scatter_add
+        return peers.torch_gpu_call(lambda: f(d, 0, i, u))
+
+    return Workload(
+        name=f"scatter_elements 2000x2000 float32 idx 500x2000 axis=0 {reduction}",
+        op="scatter_elements", make=_elements_inputs,
+        impls={"fastops": fast, "numpy": numpy_impl, "onnxruntime": ort, "torch": torch_impl,
+               "fastops-gpu": _gpu_fastops(
+                   lambda d, i, u: fastops.scatter_elements(d, i, u, 0, reduction),
+                   "data", "indices", "updates"),
+               "torch-cuda": torch_gpu},
+        # copy data (read + write) + read indices/updates + scattered writes
+        bytes_moved=lambda inp: 2 * inp["data"].nbytes + inp["indices"].nbytes
+        + 2 * inp["updates"].nbytes,
+        heavy=True)
+
+
+# ------------------------------------------------------------------ scatter_nd
+def _scatter_nd_workload(reduction):
+    def fast(inp):
+        d, i, u = inp["data"], inp["indices"], inp["updates"]
+        return lambda: fastops.scatter_nd(d, i, u, reduction=reduction)
+
+    def numpy_impl(inp):
+        d, i, u = inp["data"], inp["indices"][:, 0], inp["updates"]
+
+        def run():
+            out = d.copy()
+            if reduction == "none":
+                out[i] = u
+            else:
+                np.add.at(out, i, u)
+            return out
+        return run
+
+    def ort(inp):
+        return peers.ort_session(
+            "ScatterND", [("data", inp["data"]), ("indices", inp["indices"]),
+                          ("updates", inp["updates"])],
+            [("out", np.float32)], {"reduction": reduction}, opset=18)
+
+    def torch_impl(inp):
+        torch, (d, i, u) = _torch_cpu(inp, "data", "indices", "updates")
+        i = i[:, 0]
+        return lambda: d.index_put((i,), u, accumulate=reduction == "add")
+
+    def torch_gpu(inp):
+        torch, (d, i, u) = _torch_gpu(inp, "data", "indices", "updates")
+        i = i[:, 0]
+        return peers.torch_gpu_call(lambda: d.index_put((i,), u, accumulate=reduction == "add"))
+
+    return Workload(
+        name=f"scatter_nd 1Mx16 float32 200k rows {reduction}", op="scatter_nd",
+        make=_nd_inputs,
+        impls={"fastops": fast, "numpy": numpy_impl, "onnxruntime": ort, "torch": torch_impl,
+               "fastops-gpu": _gpu_fastops(
+                   lambda d, i, u: fastops.scatter_nd(d, i, u, reduction),
+                   "data", "indices", "updates"),
+               "torch-cuda": torch_gpu},
+        bytes_moved=lambda inp: 2 * inp["data"].nbytes + inp["indices"].nbytes
+        + 2 * inp["updates"].nbytes,
+        heavy=True)
+
+
+# --------------------------------------------------------------------- gathers
+def _gather_elements_workload():
+    def ort(inp):
+        return peers.ort_session("GatherElements", [("data", inp["data"]),
+                                                    ("indices", inp["indices"])],
+                                 [("out", np.float32)], {"axis": 0}, opset=13)
+
+    def torch_impl(inp):
+        torch, (d, i) = _torch_cpu(inp, "data", "indices")
+        return lambda: torch.gather(d, 0, i)
+
+    def torch_gpu(inp):
+        torch, (d, i) = _torch_gpu(inp, "data", "indices")
+        return peers.torch_gpu_call(lambda: torch.gather(d, 0, i))
+
+    return Workload(
+        name="gather_elements 2000x2000 float32 idx 500x2000 axis=0", op="gather_elements",
+        make=_elements_inputs,
+        impls={"fastops": lambda inp: (lambda: fastops.gather_elements(
+                   inp["data"], inp["indices"], axis=0)),
+               "numpy": lambda inp: (lambda: np.take_along_axis(
+                   inp["data"], inp["indices"], axis=0)),
+               "onnxruntime": ort, "torch": torch_impl,
+               "fastops-gpu": _gpu_fastops(lambda d, i: fastops.gather_elements(d, i, 0),
+                                           "data", "indices"),
+               "torch-cuda": torch_gpu},
+        bytes_moved=lambda inp: inp["indices"].nbytes + 2 * inp["updates"].nbytes)
+
+
+def _gather_nd_workload():
+    def ort(inp):
+        return peers.ort_session("GatherND", [("data", inp["data"]),
+                                              ("indices", inp["indices"])],
+                                 [("out", np.float32)], opset=13)
+
+    def torch_impl(inp):
+        torch, (d, i) = _torch_cpu(inp, "data", "indices")
+        i = i[:, 0]
+        return lambda: torch.index_select(d, 0, i)
+
+    def torch_gpu(inp):
+        torch, (d, i) = _torch_gpu(inp, "data", "indices")
+        i = i[:, 0]
+        return peers.torch_gpu_call(lambda: torch.index_select(d, 0, i))
+
+    return Workload(
+        name="gather_nd 1Mx16 float32 200k rows", op="gather_nd", make=_nd_inputs,
+        impls={"fastops": lambda inp: (lambda: fastops.gather_nd(inp["data"], inp["indices"])),
+               "numpy": lambda inp: (lambda: inp["data"][inp["indices"][:, 0]]),
+               "onnxruntime": ort, "torch": torch_impl,
+               "fastops-gpu": _gpu_fastops(lambda d, i: fastops.gather_nd(d, i),
+                                           "data", "indices"),
+               "torch-cuda": torch_gpu},
+        bytes_moved=lambda inp: inp["indices"].nbytes + 2 * inp["updates"].nbytes)
+
+
+WORKLOADS = [
+    _scatter_elements_workload("none"), _scatter_elements_workload("add"),
+    _scatter_nd_workload("none"), _scatter_nd_workload("add"),
+    _gather_elements_workload(), _gather_nd_workload(),
+]

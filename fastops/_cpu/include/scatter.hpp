@@ -1,0 +1,403 @@
+// ScatterElements, ScatterND, GatherElements and GatherND kernels, templated on the
+// element type T and the index type I (int32_t or int64_t).
+//
+// Conventions (the Python layer fastops/scatter.py prepares them):
+// * `idx` and `upd` are C-contiguous; `out` is a new C-contiguous array.
+// * Elements layout: indices viewed as (O, m, In) around the axis.  The output (scatter)
+//   or data (gather) element of indices position (o, j, i) is
+//       outer(o) + v * s_axis + inner(i),  v = idx[o, j, i] (+ n_axis when negative)
+//   where outer(o) = outer_off ? outer_off[o] : o * s_outer, and likewise inner(i).
+//   The tables cover indices that are smaller than data in the non-axis dimensions and
+//   strided data; both are offsets in elements.
+// * ND layout: data viewed as rows of S elements; an index tuple of depth k selects a row.
+// * Index checks come first (a bad index writes nothing; the functions return the
+//   row-major position of the first bad index in `idx`, or -1).
+// * Reductions run in a fixed order, so results never depend on the thread count:
+//   every output element is owned by one thread, which applies its updates in
+//   row-major order of `idx` (duplicates: the last "none" update wins).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "common.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace fastops {
+
+enum ScatterReduction { kRedNone = 0, kRedAdd = 1, kRedMul = 2, kRedMax = 3, kRedMin = 4 };
+
+// Integer add/mul wrap around (NumPy): computed in an unsigned type at least as wide as
+// int, which is defined behaviour (signed overflow is not, and uint16*uint16 promotes to
+// int and could overflow).
+template <typename T>
+using wrap_t = typename std::conditional<(sizeof(T) <= 4), unsigned int, unsigned long long>::type;
+
+template <typename T, int Red>
+inline T reduce_op(T o, T u) {
+  if constexpr (Red == kRedNone) {
+    return u;
+  } else if constexpr (Red == kRedAdd) {
+    if constexpr (std::is_integral<T>::value)
+      return static_cast<T>(static_cast<wrap_t<T>>(o) + static_cast<wrap_t<T>>(u));
+    else
+      return o + u;
+  } else if constexpr (Red == kRedMul) {
+    if constexpr (std::is_integral<T>::value)
+      return static_cast<T>(static_cast<wrap_t<T>>(o) * static_cast<wrap_t<T>>(u));
+    else
+      return o * u;
+  } else if constexpr (Red == kRedMax) {  // np.maximum: a NaN on either side wins
+    return (o >= u || is_nan(o)) ? o : u;
+  } else {  // np.minimum
+    return (o <= u || is_nan(o)) ? o : u;
+  }
+}
+
+// Normalized index, or -1 when out of [-n, n).
+template <typename I>
+inline int64_t norm_index(I raw, int64_t n) {
+  int64_t v = static_cast<int64_t>(raw);
+  v += v < 0 ? n : 0;
+  return static_cast<uint64_t>(v) < static_cast<uint64_t>(n) ? v : -1;
+}
+
+// Columns per task in the elements kernels (tasks are (o, column block), j inside, so a
+// task's random rows stay within one column stripe of data/out).  Measured with the
+// 2000x2000 float32 / 500x2000 axis-0 workloads, 1 thread, blocks 64/128/256/2048
+// (2048 = whole rows): 256 was best, scatter "none" 8.3-8.8 ms vs 9.2-9.4 ms for whole
+// rows, gather 9.5-9.9 ms vs 10.7-10.9 ms (busy shared machine, two sweeps).
+inline int64_t col_block() { return 256; }
+
+constexpr int64_t kNoBad = std::numeric_limits<int64_t>::max();
+
+// First position of idx[b:e] out of [-n, n), else kNoBad.  A branch-free OR over a block
+// first (vectorizes), the exact position only for a block that has a bad one.
+template <typename I>
+inline int64_t first_bad_in(const I* idx, int64_t b, int64_t e, int64_t n) {
+  const int64_t block = 1024;
+  for (int64_t p = b; p < e; p += block) {
+    const int64_t q = std::min(e, p + block);
+    bool bad = false;
+    for (int64_t t = p; t < q; ++t) {
+      int64_t v = static_cast<int64_t>(idx[t]);
+      v += v < 0 ? n : 0;
+      bad |= static_cast<uint64_t>(v) >= static_cast<uint64_t>(n);
+    }
+    if (bad)
+      for (int64_t t = p; t < q; ++t)
+        if (norm_index(idx[t], n) < 0) return t;
+  }
+  return kNoBad;
+}
+
+// Parallel copy of `size` elements (first touch of a fresh output in parallel too).
+// Called inside a parallel region, no barrier (the caller's next barrier orders it
+// before any update).  One memcpy per thread over a contiguous range (2 ranges of 8 or
+// 32 MB on the workloads), so glibc can use its large-copy (non-temporal) path:
+// 64 KiB pieces measured slower (a 64 MB fresh-output copy: see scatter_nd below).
+template <typename T>
+inline void copy_shared(const T* src, T* dst, int64_t size) {
+#ifdef _OPENMP
+  const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+  const int64_t nt = 1, t = 0;
+#endif
+  const int64_t align = 4096 / static_cast<int64_t>(sizeof(T));  // page-aligned splits
+  int64_t len = (size + nt - 1) / nt;
+  len = (len + align - 1) / align * align;
+  const int64_t b = std::min(size, t * len), e = std::min(size, b + len);
+  if (e > b) std::memcpy(dst + b, src + b, sizeof(T) * (e - b));
+}
+
+// ------------------------------------------------------------------ ScatterElements
+// Duplicates can only meet inside one (o, i) column of the indices (the target keeps o
+// and i), so columns are split among threads and each walks j in order: deterministic,
+// row-major "last wins", with no duplicate detection.  Tasks are (o, block of i): a
+// block of 256 columns keeps the reads of idx/upd rows contiguous.
+template <typename T, typename I, int Red>
+void scatter_elements_apply(T* out, const I* idx, const T* upd, int64_t O, int64_t m,
+                            int64_t In, const int64_t* outer_off, const int64_t* inner_off,
+                            int64_t s_outer, int64_t s_inner, int64_t s_axis,
+                            int64_t n_axis) {
+  const int64_t bi = col_block();
+  const int64_t nblk = (In + bi - 1) / bi;
+#pragma omp for schedule(static)
+  for (int64_t task = 0; task < O * nblk; ++task) {
+    const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
+    T* base = out + (outer_off ? outer_off[o] : o * s_outer);
+    const I* ir = idx + o * m * In;
+    const T* ur = upd + o * m * In;
+    for (int64_t j = 0; j < m; ++j) {
+      const I* ij = ir + j * In;
+      const T* uj = ur + j * In;
+      if (inner_off) {
+        for (int64_t i = i0; i < i1; ++i) {
+          int64_t v = static_cast<int64_t>(ij[i]);
+          v += v < 0 ? n_axis : 0;
+          T* p = base + v * s_axis + inner_off[i];
+          *p = reduce_op<T, Red>(*p, uj[i]);
+        }
+      } else {
+        for (int64_t i = i0; i < i1; ++i) {
+          int64_t v = static_cast<int64_t>(ij[i]);
+          v += v < 0 ? n_axis : 0;
+          T* p = base + v * s_axis + i * s_inner;
+          *p = reduce_op<T, Red>(*p, uj[i]);
+        }
+      }
+    }
+  }
+}
+
+template <typename T, typename I>
+int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, const T* upd,
+                         int64_t O, int64_t m, int64_t In, const int64_t* outer_off,
+                         const int64_t* inner_off, int64_t s_outer, int64_t s_inner,
+                         int64_t s_axis, int64_t n_axis, int reduction, int nthreads) {
+  const int64_t count = O * m * In;
+  const int nt = threads_for(count + out_size, nthreads);
+  int64_t bad = kNoBad;
+  const int64_t chunk = 1 << 14;
+  const int64_t nchunks = (count + chunk - 1) / chunk;
+#pragma omp parallel num_threads(nt)
+  {
+    int64_t mine = kNoBad;
+#pragma omp for schedule(static) nowait
+    for (int64_t c = 0; c < nchunks; ++c) {
+      if (mine != kNoBad) continue;  // chunks come in order: a later one cannot be first
+      mine = first_bad_in(idx, c * chunk, std::min(count, (c + 1) * chunk), n_axis);
+    }
+    // the copy into the new output runs alongside the check (one barrier less, which
+    // matters on a busy machine); no update is applied unless every index is good
+    if (data) copy_shared(data, out, out_size);
+#pragma omp critical
+    bad = std::min(bad, mine);
+#pragma omp barrier
+    if (bad == kNoBad) {  // the same value in every thread: all or none take the loops
+      switch (reduction) {
+        case kRedAdd:
+          scatter_elements_apply<T, I, kRedAdd>(out, idx, upd, O, m, In, outer_off, inner_off,
+                                                 s_outer, s_inner, s_axis, n_axis);
+          break;
+        case kRedMul:
+          scatter_elements_apply<T, I, kRedMul>(out, idx, upd, O, m, In, outer_off, inner_off,
+                                                 s_outer, s_inner, s_axis, n_axis);
+          break;
+        case kRedMax:
+          scatter_elements_apply<T, I, kRedMax>(out, idx, upd, O, m, In, outer_off, inner_off,
+                                                 s_outer, s_inner, s_axis, n_axis);
+          break;
+        case kRedMin:
+          scatter_elements_apply<T, I, kRedMin>(out, idx, upd, O, m, In, outer_off, inner_off,
+                                                 s_outer, s_inner, s_axis, n_axis);
+          break;
+        default:
+          scatter_elements_apply<T, I, kRedNone>(out, idx, upd, O, m, In, outer_off,
+                                                  inner_off, s_outer, s_inner, s_axis, n_axis);
+      }
+    }
+  }
+  return bad == kNoBad ? -1 : bad;
+}
+
+// ------------------------------------------------------------------- GatherElements
+// Reads may go anywhere (data strided), writes are the contiguous output: rows of the
+// output in parallel.  A bad index is recorded and its element left unwritten (the
+// output is discarded by the caller), so nothing is ever read out of bounds.
+template <typename T, typename I>
+int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64_t In,
+                        const int64_t* outer_off, const int64_t* inner_off, int64_t s_outer,
+                        int64_t s_inner, int64_t s_axis, int64_t n_axis, T* out,
+                        int nthreads) {
+  const int64_t rows = O * m;
+  const int nt = threads_for(rows * In, nthreads);
+  const int64_t bi = col_block();
+  const int64_t nblk = (In + bi - 1) / bi;
+  int64_t bad = kNoBad;
+#pragma omp parallel num_threads(nt)
+  {
+    int64_t mine = kNoBad;
+    if (!inner_off) {
+      // Tasks are (o, block of columns), j inside: the data a task reads is one column
+      // stripe, which stays in L2 while the random rows reuse it.  Branch-free: a bad
+      // index reads row 0 instead (the caller guarantees n_axis >= 1) and is located
+      // afterwards; the output is discarded then.
+#pragma omp for schedule(static) nowait
+      for (int64_t task = 0; task < O * nblk; ++task) {
+        const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
+        const T* base = data + (outer_off ? outer_off[o] : o * s_outer);
+        for (int64_t j = 0; j < m; ++j) {
+          const int64_t r = o * m + j;
+          const I* ir = idx + r * In;
+          T* orow = out + r * In;
+          bool any_bad = false;
+          for (int64_t i = i0; i < i1; ++i) {
+            int64_t v = static_cast<int64_t>(ir[i]);
+            v += v < 0 ? n_axis : 0;
+            const bool b = static_cast<uint64_t>(v) >= static_cast<uint64_t>(n_axis);
+            any_bad |= b;
+            orow[i] = base[(b ? 0 : v) * s_axis + i * s_inner];
+          }
+          if (any_bad)
+            for (int64_t i = i0; i < i1; ++i)
+              if (norm_index(ir[i], n_axis) < 0) {
+                mine = std::min(mine, r * In + i);
+                break;
+              }
+        }
+      }
+    } else {
+#pragma omp for schedule(static) nowait
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t o = r / m;
+        const T* base = data + (outer_off ? outer_off[o] : o * s_outer);
+        const I* ir = idx + r * In;
+        T* orow = out + r * In;
+        for (int64_t i = 0; i < In; ++i) {
+          const int64_t v = norm_index(ir[i], n_axis);
+          if (v < 0) {
+            mine = std::min(mine, r * In + i);
+            continue;
+          }
+          orow[i] = base[v * s_axis + inner_off[i]];
+        }
+      }
+    }
+#pragma omp critical
+    bad = std::min(bad, mine);
+  }
+  return bad == kNoBad ? -1 : bad;
+}
+
+// ------------------------------------------------------------------------ ND helpers
+// Row of index tuple n (depth k): batch * batch_rows + row-major position in dims[0:k].
+// Returns -1 and sets *bad_d when a component is out of range.
+template <typename I>
+inline int64_t nd_row(const I* tuple, int k, const int64_t* dims, int64_t* bad_d) {
+  int64_t row = 0;
+  for (int d = 0; d < k; ++d) {
+    const int64_t v = norm_index(tuple[d], dims[d]);
+    if (v < 0) {
+      *bad_d = d;
+      return -1;
+    }
+    row = row * dims[d] + v;
+  }
+  return row;
+}
+
+// ------------------------------------------------------------------------- ScatterND
+// Pass 1 turns index tuples into rows (and finds the first bad one); pass 2 copies data;
+// pass 3 applies updates.  Pass 3 keeps duplicates in order by ownership: with short
+// rows each thread owns blocks of rows (block-cyclic, at least 4 KiB per block so
+// threads never share a cache line) and walks all N rows, applying only its own; with
+// long rows every thread walks all N rows over its own column range.
+// Measured on the 2-core machine (fastops/_bench/scatter.py, 200k rows of 16 float32
+// into 1M x 16, one thread): 14.4 ms for the fresh 64 MB output and its copy, ~6 ms for
+// the rows pass and the 200k random row writes; the owner test is a small part of it.
+template <typename T, int Red>
+inline void apply_row(T* o, const T* u, int64_t len) {
+  if constexpr (Red == kRedNone) {
+    std::memcpy(o, u, sizeof(T) * len);
+  } else {
+    for (int64_t s = 0; s < len; ++s) o[s] = reduce_op<T, Red>(o[s], u[s]);
+  }
+}
+
+template <typename T, int Red>
+void scatter_nd_apply(T* out, const T* upd, const int64_t* rows, int64_t N, int64_t S) {
+#ifdef _OPENMP
+  const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+  const int nt = 1, t = 0;
+#endif
+  if (S == 0) return;
+  // Long rows (S >= 4096 elements): split the columns, which balances perfectly and
+  // keeps per-thread ranges long (>= 8 KiB of float32 on 2 threads).  Not tuned by
+  // measurement: the workloads have S = 16 and take the row-owner path.
+  if (nt == 1 || S >= 4096) {
+    const int64_t len = (S + nt - 1) / nt;
+    const int64_t c0 = std::min(S, t * len), c1 = std::min(S, c0 + len);
+    if (c0 >= c1) return;
+    for (int64_t n = 0; n < N; ++n) apply_row<T, Red>(out + rows[n] * S + c0, upd + n * S + c0, c1 - c0);
+    return;
+  }
+  int shift = 0;  // block of 2^shift rows, >= 4 KiB
+  while ((int64_t(1) << shift) * S * static_cast<int64_t>(sizeof(T)) < 4096) ++shift;
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t r = rows[n];
+    if (((r >> shift) % nt) != t) continue;
+    apply_row<T, Red>(out + r * S, upd + n * S, S);
+  }
+}
+
+template <typename T, typename I>
+int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_t N, int k,
+                   const int64_t* dims, const T* upd, int64_t S, int64_t* rows, int reduction,
+                   int nthreads) {
+  const int nt = threads_for(out_size + N * (S + k), nthreads);
+  int64_t bad = kNoBad;
+#pragma omp parallel num_threads(nt)
+  {
+    int64_t mine = kNoBad;
+#pragma omp for schedule(static) nowait
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t d = 0;
+      const int64_t r = nd_row(idx + n * k, k, dims, &d);
+      if (r < 0 && mine == kNoBad) mine = n * k + d;  // n increases within a thread
+      rows[n] = r;
+    }
+    if (data) copy_shared(data, out, out_size);  // alongside the check
+#pragma omp critical
+    bad = std::min(bad, mine);
+#pragma omp barrier
+    if (bad == kNoBad) {
+      switch (reduction) {
+        case kRedAdd: scatter_nd_apply<T, kRedAdd>(out, upd, rows, N, S); break;
+        case kRedMul: scatter_nd_apply<T, kRedMul>(out, upd, rows, N, S); break;
+        case kRedMax: scatter_nd_apply<T, kRedMax>(out, upd, rows, N, S); break;
+        case kRedMin: scatter_nd_apply<T, kRedMin>(out, upd, rows, N, S); break;
+        default: scatter_nd_apply<T, kRedNone>(out, upd, rows, N, S);
+      }
+    }
+  }
+  return bad == kNoBad ? -1 : bad;
+}
+
+// -------------------------------------------------------------------------- GatherND
+// out[n] = row (n / per_batch) * batch_rows + tuple(n) of data (rows of S elements).
+template <typename T, typename I>
+int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* dims,
+                  int64_t per_batch, int64_t batch_rows, int64_t S, T* out, int nthreads) {
+  const int nt = threads_for(N * (S + k), nthreads);
+  int64_t bad = kNoBad;
+#pragma omp parallel num_threads(nt)
+  {
+    int64_t mine = kNoBad;
+#pragma omp for schedule(static) nowait
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t d = 0;
+      const int64_t r = nd_row(idx + n * k, k, dims, &d);
+      if (r < 0) {
+        if (mine == kNoBad) mine = n * k + d;
+        continue;
+      }
+      const T* src = data + ((n / per_batch) * batch_rows + r) * S;
+      if (S == 1)
+        out[n] = *src;
+      else
+        std::memcpy(out + n * S, src, sizeof(T) * S);
+    }
+#pragma omp critical
+    bad = std::min(bad, mine);
+  }
+  return bad == kNoBad ? -1 : bad;
+}
+
+}  // namespace fastops

@@ -1,0 +1,234 @@
+// ScatterElements, ScatterND, GatherElements, GatherND.  Preamble defines:
+//   T     element type (the "none" reduction and the gathers run on unsigned words of
+//         the element's width; float16 reductions arrive as float)
+//   KIND  0 unsigned integer, 1 signed integer, 2 floating point
+// Kernels that read indices exist for int32 and int64 (suffix _i32 / _i64); the
+// reduction is a runtime argument (0 none, 1 add, 2 mul, 3 max, 4 min), uniform across a
+// launch.  All index math is 64-bit and every loop is grid-stride.  Indices are checked
+// first (check_elements / nd_rows record the lowest bad position with atomicMin); the
+// launchers run the writing kernels only after the host saw no bad index.
+
+template <bool Cond, typename IfTrue, typename IfFalse>
+struct pick_type { typedef IfTrue type; };
+template <typename IfTrue, typename IfFalse>
+struct pick_type<false, IfTrue, IfFalse> { typedef IfFalse type; };
+// integer add/mul wrap around: computed in an unsigned type at least as wide as int
+typedef typename pick_type<(sizeof(T) <= 4), unsigned int, u64>::type WIDE;
+
+template <typename ToType, typename FromType>
+__device__ __forceinline__ ToType bits_as(FromType f) {
+  union { FromType from; ToType to; } u;
+  u.from = f;
+  return u.to;
+}
+
+template <typename Idx>
+__device__ __forceinline__ i64 norm_index(Idx raw, i64 n) {
+  i64 v = (i64)raw;
+  v += v < 0 ? n : 0;
+  return (u64)v < (u64)n ? v : -1;
+}
+
+__device__ __forceinline__ i64 grid_start() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ i64 grid_step() { return (i64)gridDim.x * blockDim.x; }
+
+// Same rules as the CPU (include/scatter.hpp): max/min let a NaN on either side win
+// (np.maximum / np.minimum).
+__device__ __forceinline__ T combine(T o, T u, int red) {
+  if (red == 1) {
+#if KIND == 2
+    return o + u;
+#else
+    return (T)((WIDE)o + (WIDE)u);
+#endif
+  }
+  if (red == 2) {
+#if KIND == 2
+    return o * u;
+#else
+    return (T)((WIDE)o * (WIDE)u);
+#endif
+  }
+  if (red == 3) return (o >= u || is_nan(o)) ? o : u;
+  if (red == 4) return (o <= u || is_nan(o)) ? o : u;
+  return u;
+}
+
+// out[0] = combine(out[0], u) atomically.  Native atomics where they have the same
+// result (float add; integer add, which wraps the same in two's complement; integer
+// max/min); otherwise an atomicCAS loop on the element's word, or on the aligned 32-bit
+// word holding an 8/16-bit element (CuPy allocations are 512-byte granular, so that
+// word is always inside the allocation).
+__device__ __forceinline__ void atomic_combine(T* addr, T u, int red) {
+  if (red == 0) {
+    *addr = u;  // plain store: duplicates race, one of them wins
+    return;
+  }
+#if KIND == 2
+  if (red == 1) {
+    atomicAdd(addr, u);
+    return;
+  }
+#else
+  if constexpr (sizeof(T) == 4) {
+    if (red == 1) { atomicAdd((unsigned int*)addr, (unsigned int)u); return; }
+#if KIND == 1
+    if (red == 3) { atomicMax((int*)addr, (int)u); return; }
+    if (red == 4) { atomicMin((int*)addr, (int)u); return; }
+#else
+    if (red == 3) { atomicMax((unsigned int*)addr, (unsigned int)u); return; }
+    if (red == 4) { atomicMin((unsigned int*)addr, (unsigned int)u); return; }
+#endif
+  }
+  if constexpr (sizeof(T) == 8) {
+    if (red == 1) { atomicAdd((u64*)addr, (u64)u); return; }
+#if KIND == 1
+    if (red == 3) { atomicMax((long long*)addr, (long long)u); return; }
+    if (red == 4) { atomicMin((long long*)addr, (long long)u); return; }
+#else
+    if (red == 3) { atomicMax((u64*)addr, (u64)u); return; }
+    if (red == 4) { atomicMin((u64*)addr, (u64)u); return; }
+#endif
+  }
+#endif
+  if constexpr (sizeof(T) == 8) {
+    u64* a = (u64*)addr;
+    u64 old = *a, assumed;
+    do {
+      assumed = old;
+      u64 nb = bits_as<u64>(combine(bits_as<T>(assumed), u, red));
+      if (nb == assumed) return;
+      old = atomicCAS(a, assumed, nb);
+    } while (old != assumed);
+  } else if constexpr (sizeof(T) == 4) {
+    unsigned int* a = (unsigned int*)addr;
+    unsigned int old = *a, assumed;
+    do {
+      assumed = old;
+      unsigned int nb = bits_as<unsigned int>(combine(bits_as<T>(assumed), u, red));
+      if (nb == assumed) return;
+      old = atomicCAS(a, assumed, nb);
+    } while (old != assumed);
+  } else {  // 8/16-bit integers
+    unsigned int* a = (unsigned int*)((size_t)addr & ~(size_t)3);
+    const unsigned int shift = (unsigned int)((size_t)addr & 3) * 8;
+    const unsigned int lane = sizeof(T) == 1 ? 0xffu : 0xffffu;
+    const unsigned int mask = lane << shift;
+    unsigned int old = *a, assumed;
+    do {
+      assumed = old;
+      T cur = (T)((assumed >> shift) & lane);
+      T nv = combine(cur, u, red);
+      unsigned int nb = (assumed & ~mask) | ((((unsigned int)nv) & lane) << shift);
+      if (nb == assumed) return;
+      old = atomicCAS(a, assumed, nb);
+    } while (old != assumed);
+  }
+}
+
+// ------------------------------------------------------------- elements (along axis)
+// Indices viewed as (O, m, In); the element at flat position p = (o, j, i) goes to
+// outer(o) + v * s_axis + inner(i), outer(o) = outer_off ? outer_off[o] : o * s_outer.
+__device__ __forceinline__ i64 elem_offset(i64 p, i64 v, i64 m, i64 In, const i64* outer_off,
+                                           const i64* inner_off, i64 s_outer, i64 s_inner,
+                                           i64 s_axis) {
+  const i64 o = p / (m * In), i = p % In;
+  return (outer_off ? outer_off[o] : o * s_outer) + v * s_axis +
+         (inner_off ? inner_off[i] : i * s_inner);
+}
+
+template <typename Idx>
+__device__ void check_elements_t(const Idx* idx, i64 count, i64 n, u64* bad) {
+  for (i64 p = grid_start(); p < count; p += grid_step())
+    if (norm_index(idx[p], n) < 0) atomicMin(bad, (u64)p);
+}
+
+template <typename Idx>
+__device__ void scatter_elements_t(T* out, const Idx* idx, const T* upd, i64 count, i64 m,
+                                   i64 In, const i64* outer_off, const i64* inner_off,
+                                   i64 s_outer, i64 s_inner, i64 s_axis, i64 n_axis, int red) {
+  for (i64 p = grid_start(); p < count; p += grid_step()) {
+    i64 v = (i64)idx[p];
+    v += v < 0 ? n_axis : 0;  // checked before this launch
+    atomic_combine(out + elem_offset(p, v, m, In, outer_off, inner_off, s_outer, s_inner, s_axis),
+                   upd[p], red);
+  }
+}
+
+template <typename Idx>
+__device__ void gather_elements_t(const T* data, const Idx* idx, i64 count, i64 m, i64 In,
+                                  const i64* outer_off, const i64* inner_off, i64 s_outer,
+                                  i64 s_inner, i64 s_axis, i64 n_axis, T* out, u64* bad) {
+  for (i64 p = grid_start(); p < count; p += grid_step()) {
+    const i64 v = norm_index(idx[p], n_axis);
+    if (v < 0) {  // never read out of bounds; the host raises IndexError
+      atomicMin(bad, (u64)p);
+      continue;
+    }
+    out[p] = data[elem_offset(p, v, m, In, outer_off, inner_off, s_outer, s_inner, s_axis)];
+  }
+}
+
+// ----------------------------------------------------------------------- ND (tuples)
+// rows[n] = row-major position of tuple n (depth k) in dims[0:k], or -1 if bad.
+template <typename Idx>
+__device__ void nd_rows_t(const Idx* idx, i64 N, int k, const i64* dims, i64* rows, u64* bad) {
+  for (i64 n = grid_start(); n < N; n += grid_step()) {
+    i64 row = 0;
+    for (int d = 0; d < k; ++d) {
+      const i64 v = norm_index(idx[n * k + d], dims[d]);
+      if (v < 0) {
+        atomicMin(bad, (u64)(n * k + d));
+        row = -1;
+        break;
+      }
+      row = row * dims[d] + v;
+    }
+    rows[n] = row;
+  }
+}
+
+extern "C" __global__ void scatter_nd_apply(T* out, const T* upd, const i64* rows, i64 N, i64 S,
+                                            int red) {
+  const i64 count = N * S;
+  for (i64 p = grid_start(); p < count; p += grid_step()) {
+    const i64 n = p / S, s = p - n * S;
+    atomic_combine(out + rows[n] * S + s, upd[p], red);
+  }
+}
+
+// out[n, s] = data[(n / per_batch) * batch_rows + rows[n], s]
+extern "C" __global__ void gather_nd_apply(const T* data, const i64* rows, i64 N, i64 per_batch,
+                                           i64 batch_rows, i64 S, T* out) {
+  const i64 count = N * S;
+  for (i64 p = grid_start(); p < count; p += grid_step()) {
+    const i64 n = p / S, s = p - n * S;
+    out[p] = data[((n / per_batch) * batch_rows + rows[n]) * S + s];
+  }
+}
+
+#define FASTOPS_INDEX_KERNELS(SUFFIX, IDX_TYPE)                                               \
+  extern "C" __global__ void check_elements##SUFFIX(const IDX_TYPE* idx, i64 count, i64 n,      \
+                                                     u64* bad) {                                \
+    check_elements_t<IDX_TYPE>(idx, count, n, bad);                                             \
+  }                                                                                             \
+  extern "C" __global__ void scatter_elements##SUFFIX(                                          \
+      T* out, const IDX_TYPE* idx, const T* upd, i64 count, i64 m, i64 In, const i64* outer_off, \
+      const i64* inner_off, i64 s_outer, i64 s_inner, i64 s_axis, i64 n_axis, int red) {        \
+    scatter_elements_t<IDX_TYPE>(out, idx, upd, count, m, In, outer_off, inner_off, s_outer,    \
+                                 s_inner, s_axis, n_axis, red);                                 \
+  }                                                                                             \
+  extern "C" __global__ void gather_elements##SUFFIX(                                           \
+      const T* data, const IDX_TYPE* idx, i64 count, i64 m, i64 In, const i64* outer_off,        \
+      const i64* inner_off, i64 s_outer, i64 s_inner, i64 s_axis, i64 n_axis, T* out,           \
+      u64* bad) {                                                                               \
+    gather_elements_t<IDX_TYPE>(data, idx, count, m, In, outer_off, inner_off, s_outer,         \
+                                s_inner, s_axis, n_axis, out, bad);                             \
+  }                                                                                             \
+  extern "C" __global__ void nd_rows##SUFFIX(const IDX_TYPE* idx, i64 N, int k, const i64* dims, \
+                                              i64* rows, u64* bad) {                            \
+    nd_rows_t<IDX_TYPE>(idx, N, k, dims, rows, bad);                                            \
+  }
+
+FASTOPS_INDEX_KERNELS(_i32, int)
+FASTOPS_INDEX_KERNELS(_i64, long long)

@@ -1,0 +1,562 @@
+"""scatter, scatter_elements, scatter_nd, gather_elements, gather_nd.
+
+References: the ONNX backend node test data (onnx==1.22.0 wheel), onnx.reference,
+NumPy (put/take_along_axis, fancy indexing, ufunc.at) and the slow loops in
+tests/reference/scatter.py.
+"""
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import fastops
+from tests.conftest import to_numpy
+from tests.reference import scatter as ref
+
+DTYPES = ["bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
+          "float16", "float32", "float64"]
+REDUCTIONS = ["none", "add", "mul", "max", "min"]
+
+
+def _rand(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True).astype(dtype)
+
+
+def _same(a, b):
+    """Bit-level equality (NaN == NaN), with a clear failure message."""
+    a, b = to_numpy(a), np.asarray(b)
+    assert a.dtype == b.dtype, (a.dtype, b.dtype)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------- ONNX backend node data
+def _node_dirs():
+    try:
+        import onnx
+    except ImportError:
+        return []
+    root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+    pats = ["test_scatter_*", "test_scatter_elements*", "test_scatternd*",
+            "test_gather_elements*", "test_gathernd*"]
+    dirs = sorted({d for p in pats for d in glob.glob(os.path.join(root, p))})
+    return [d for d in dirs if os.path.isdir(os.path.join(d, "test_data_set_0"))]
+
+
+def _load_case(d):
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(os.path.join(d, "model.onnx"))
+    node = model.graph.node[0]
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
+    ds = os.path.join(d, "test_data_set_0")
+    read = lambda f: numpy_helper.to_array(onnx.load_tensor(f))  # noqa: E731
+    ins = [read(f) for f in sorted(glob.glob(os.path.join(ds, "input_*.pb")))]
+    outs = [read(f) for f in sorted(glob.glob(os.path.join(ds, "output_*.pb")))]
+    return node.op_type, attrs, ins, outs
+
+
+def _run_onnx_op(op_type, attrs, ins):
+    if op_type in ("Scatter", "ScatterElements"):
+        red = attrs.get("reduction", "none")
+        if op_type == "Scatter":
+            return fastops.scatter(*ins, axis=attrs.get("axis", 0))
+        return fastops.scatter_elements(*ins, axis=attrs.get("axis", 0), reduction=red)
+    if op_type == "ScatterND":
+        return fastops.scatter_nd(*ins, reduction=attrs.get("reduction", "none"))
+    if op_type == "GatherElements":
+        return fastops.gather_elements(*ins, axis=attrs.get("axis", 0))
+    if op_type == "GatherND":
+        return fastops.gather_nd(*ins, batch_dims=attrs.get("batch_dims", 0))
+    raise AssertionError(op_type)
+
+
+@pytest.mark.parametrize("case", _node_dirs(), ids=os.path.basename)
+def test_onnx_backend_node_data(case, xp):
+    op_type, attrs, ins, outs = _load_case(case)
+    got = _run_onnx_op(op_type, attrs, [xp.asarray(a) for a in ins])
+    _same(got, outs[0])
+
+
+def test_onnx_backend_node_data_found():
+    names = {os.path.basename(d) for d in _node_dirs()}
+    pytest.importorskip("onnx")
+    assert {"test_scatter_with_axis", "test_scatter_elements_with_reduction_max",
+            "test_scatternd_multiply", "test_gather_elements_negative_indices",
+            "test_gathernd_example_int32_batch_dim1"} <= names
+
+
+# ------------------------------------------------------------------- onnx.reference
+def _onnx_ref(op_type, inputs, **attrs):
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    names = [f"x{i}" for i in range(len(inputs))]
+    vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+          for n, a in zip(names, inputs)]
+    out = helper.make_tensor_value_info("y", onnx.TensorProto.UNDEFINED, None)
+    node = helper.make_node(op_type, names, ["y"], **attrs)
+    model = helper.make_model(helper.make_graph([node], "g", vi, [out]),
+                              opset_imports=[helper.make_opsetid("", 18)])
+    return ReferenceEvaluator(model).run(None, dict(zip(names, inputs)))[0]
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_scatter_elements_vs_onnx_reference(reduction, axis, xp):
+    rng = np.random.default_rng(1)
+    data = rng.standard_normal((4, 5, 6)).astype(np.float32)
+    shape = [3, 4, 5]
+    n = data.shape[axis]
+    if reduction == "none":   # unique along the axis: ONNX leaves duplicates undefined
+        shape[axis] = n
+        idx = np.argsort(rng.random(shape), axis=axis) - n * (rng.random(shape) < 0.3)
+    else:
+        idx = rng.integers(-n, n, shape)
+    upd = rng.standard_normal(shape).astype(np.float32)
+    expect = _onnx_ref("ScatterElements", [data, idx, upd], axis=axis, reduction=reduction)
+    got = fastops.scatter_elements(xp.asarray(data), xp.asarray(idx), xp.asarray(upd), axis,
+                                   reduction)
+    if reduction in ("add", "mul") and xp is not np:   # GPU atomics: any order
+        np.testing.assert_allclose(to_numpy(got), expect, rtol=1e-5)
+    else:
+        _same(got, expect)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_scatter_nd_vs_onnx_reference(reduction, k, xp):
+    rng = np.random.default_rng(2)
+    data = rng.integers(-50, 50, (5, 4, 3)).astype(np.int32)
+    dims = np.array(data.shape[:k])
+    if reduction == "none":   # distinct tuples
+        flat = rng.permutation(int(np.prod(dims)))[:4]
+        idx = np.stack(np.unravel_index(flat, dims), axis=-1).reshape(2, 2, k)
+        idx = idx - dims * (rng.random(idx.shape) < 0.3)
+    else:
+        idx = rng.integers(-dims, dims, (2, 3, k))
+    upd = rng.integers(-5, 5, idx.shape[:-1] + data.shape[k:]).astype(np.int32)
+    if reduction in ("max", "min") and k > 1:
+        # onnx.reference bug: its max/min index with `output[indices[i]]` (an array, not
+        # a tuple), which selects whole rows when k > 1; use the slow loop instead
+        expect = ref.scatter_nd(data, idx, upd, reduction)
+    else:
+        expect = _onnx_ref("ScatterND", [data, idx, upd], reduction=reduction)
+    got = fastops.scatter_nd(xp.asarray(data), xp.asarray(idx), xp.asarray(upd), reduction)
+    _same(got, expect)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -2])
+def test_gather_elements_vs_onnx_reference(axis, xp):
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((4, 5, 6))
+    shape = list(data.shape)
+    shape[axis] = 7
+    n = data.shape[axis]
+    idx = rng.integers(-n, n, shape).astype(np.int32)
+    _same(fastops.gather_elements(xp.asarray(data), xp.asarray(idx), axis),
+          _onnx_ref("GatherElements", [data, idx], axis=axis))
+
+
+@pytest.mark.parametrize("batch_dims,k", [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (2, 1)])
+def test_gather_nd_vs_onnx_reference(batch_dims, k, xp):
+    rng = np.random.default_rng(4)
+    data = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    dims = np.array(data.shape[batch_dims:batch_dims + k])
+    idx = rng.integers(-dims, dims, data.shape[:batch_dims] + (2, k))
+    _same(fastops.gather_nd(xp.asarray(data), xp.asarray(idx), batch_dims),
+          _onnx_ref("GatherND", [data, idx], batch_dims=batch_dims))
+
+
+# ------------------------------------------------------ every dtype, NumPy references
+_UFUNC_AT = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+_BOOL_AT = {"add": np.logical_or, "mul": np.logical_and, "max": np.logical_or,
+            "min": np.logical_and}
+
+
+def _numpy_scatter_elements(data, idx, upd, axis, reduction):
+    """NumPy ufunc.at in row-major order; float16 computed in float32 (the contract)."""
+    comp = np.float32 if data.dtype == np.float16 else data.dtype
+    out = data.astype(comp)
+    grids = list(np.indices(idx.shape, sparse=True))
+    grids[axis] = idx
+    if reduction == "none":
+        return ref.scatter_elements(data, idx, upd, axis, "none")
+    ufunc = (_BOOL_AT if data.dtype == np.bool_ else _UFUNC_AT)[reduction]
+    with np.errstate(over="ignore"):
+        ufunc.at(out, tuple(grids), upd.astype(comp))
+    return out.astype(data.dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_scatter_elements_every_dtype(dtype, reduction, index_dtype, xp):
+    rng = np.random.default_rng(5)
+    data = _rand(rng, (6, 40), dtype)
+    idx = rng.integers(-6, 6, (9, 40)).astype(index_dtype)   # many duplicates
+    upd = _rand(rng, (9, 40), dtype)
+    expect = _numpy_scatter_elements(data, idx, upd, 0, reduction)
+    got = fastops.scatter_elements(xp.asarray(data), xp.asarray(idx), xp.asarray(upd), 0,
+                                   reduction)
+    if xp is not np and reduction == "none":   # GPU: one of the duplicates wins
+        assert to_numpy(got).dtype == data.dtype
+        return
+    if xp is not np and np.dtype(dtype).kind == "f" and reduction in ("add", "mul"):
+        np.testing.assert_allclose(to_numpy(got).astype(np.float64), expect.astype(np.float64),
+                                   rtol=2e-3 if dtype == "float16" else 1e-5)
+        return
+    _same(got, expect)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_scatter_nd_every_dtype(dtype, reduction, xp):
+    rng = np.random.default_rng(6)
+    data = _rand(rng, (7, 3, 4), dtype)
+    idx = rng.integers(-7, 7, (5, 4, 1))
+    upd = _rand(rng, (5, 4, 3, 4), dtype)
+    expect = ref.scatter_nd(data.astype(np.float32) if dtype == "float16" else data, idx, upd.astype(np.float32) if dtype == "float16" else upd, reduction).astype(dtype)
+    got = fastops.scatter_nd(xp.asarray(data), xp.asarray(idx), xp.asarray(upd), reduction)
+    if xp is not np and (reduction == "none" or
+                         (np.dtype(dtype).kind == "f" and reduction in ("add", "mul"))):
+        assert to_numpy(got).shape == data.shape
+        return
+    _same(got, expect)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ["complex64"])
+def test_gathers_every_dtype(dtype, xp):
+    rng = np.random.default_rng(7)
+    data = _rand(rng, (6, 5, 4), dtype if dtype != "complex64" else "float32")
+    if dtype == "complex64":
+        data = (data + 1j * data[::-1]).astype(np.complex64)
+    idx = rng.integers(-6, 6, (8, 5, 4)).astype(np.int32)
+    _same(fastops.gather_elements(xp.asarray(data), xp.asarray(idx), 0),
+          np.take_along_axis(data, idx % 6, axis=0))
+    idx2 = rng.integers(-5, 5, (3, 2, 2))
+    idx2[..., 0] %= 6
+    _same(fastops.gather_nd(xp.asarray(data), xp.asarray(idx2)),
+          data[idx2[..., 0], idx2[..., 1]])
+
+
+def test_float16_none_is_a_bit_copy():
+    data = np.array([1.0, np.nan, -0.0, 65504.0], np.float16)
+    upd = np.array([0x7E01, 0x8000], np.uint16).view(np.float16)   # NaN payload, -0.0
+    out = fastops.scatter_elements(data, np.array([0, 3]), upd)
+    np.testing.assert_array_equal(out.view(np.uint16),
+                                  np.array([0x7E01, data.view(np.uint16)[1], 0x8000, 0x8000],
+                                           np.uint16))
+    g = fastops.gather_nd(upd, np.array([[0], [1]]))
+    np.testing.assert_array_equal(g.view(np.uint16), upd.view(np.uint16))
+
+
+def test_complex64_none():
+    data = np.arange(4).astype(np.complex64) * (1 + 2j)
+    out = fastops.scatter_nd(data, np.array([[1], [-1]]), np.array([5j, 7], np.complex64))
+    _same(out, np.array([0, 5j, 2 + 4j, 7], np.complex64))
+    with pytest.raises(TypeError, match="reduction"):
+        fastops.scatter_nd(data, np.array([[1]]), np.array([5j], np.complex64), "add")
+
+
+# ------------------------------------------------------------ semantics one by one
+def test_duplicates_none_last_wins_row_major(xp):
+    data = xp.zeros((3, 2), dtype=xp.float32)
+    idx = xp.asarray([[1, 0], [1, 0], [1, 2]])
+    upd = xp.asarray([[1, 2], [3, 4], [5, 6]], dtype=xp.float32)
+    got = to_numpy(fastops.scatter_elements(data, idx, upd))
+    if xp is np:
+        _same(got, np.array([[0, 4], [5, 0], [0, 6]], np.float32))
+    else:
+        assert got[1, 0] in (1, 3, 5) and got[0, 1] in (2, 4)
+    got = to_numpy(fastops.scatter_nd(xp.zeros(3, dtype=xp.int64), xp.asarray([[2], [2], [0]]),
+                                      xp.asarray([7, 8, 9])))
+    if xp is np:
+        _same(got, np.array([9, 0, 8]))
+
+
+def test_nan_max_min_propagate(xp):
+    data = np.array([1.0, np.nan, 3.0, 4.0], np.float32)
+    idx = np.array([0, 1, 2, 2, 3])
+    upd = np.array([np.nan, 5.0, np.nan, 1.0, -1.0], np.float32)
+    for red, uf in (("max", np.maximum), ("min", np.minimum)):
+        expect = data.copy()
+        with np.errstate(invalid="ignore"):
+            uf.at(expect, idx, upd)
+        _same(fastops.scatter_elements(xp.asarray(data), xp.asarray(idx), xp.asarray(upd),
+                                       reduction=red), expect)
+        _same(fastops.scatter_nd(xp.asarray(data), xp.asarray(idx[:, None]), xp.asarray(upd),
+                                 red), expect)
+
+
+def test_integer_wraparound(xp):
+    data = np.array([120, -128, 100], np.int8)
+    idx = np.array([0, 0, 1, 2, 2])
+    upd = np.array([5, 10, -1, 3, 3], np.int8)
+    for red, uf in (("add", np.add), ("mul", np.multiply)):
+        expect = data.copy()
+        with np.errstate(over="ignore"):
+            uf.at(expect, idx, upd)
+        _same(fastops.scatter_elements(xp.asarray(data), xp.asarray(idx), xp.asarray(upd),
+                                       reduction=red), expect)
+    big = np.array([2**63 - 1], np.int64)
+    _same(fastops.scatter_nd(xp.asarray(big), xp.asarray([[0]]), xp.asarray([1]), "add"),
+          np.array([-2**63], np.int64))
+    u16 = np.array([65535], np.uint16)
+    _same(fastops.scatter_nd(xp.asarray(u16), xp.asarray([[0], [0]]),
+                             xp.asarray(np.array([65535, 3], np.uint16)), "mul"),
+          np.array([(65535 * 65535 * 3) % 65536], np.uint16))
+
+
+def test_bool_reductions_are_logical(xp):
+    data = np.array([False, True, False, True])
+    idx = np.array([0, 0, 1, 2, 3])
+    upd = np.array([True, True, False, False, True])
+    exp = {"add": [True, True, False, True], "mul": [False, False, False, True],
+           "max": [True, True, False, True], "min": [False, False, False, True]}
+    for red, e in exp.items():
+        _same(fastops.scatter_elements(xp.asarray(data), xp.asarray(idx), xp.asarray(upd),
+                                       reduction=red), np.array(e))
+
+
+def test_float16_reductions_in_float32():
+    # 2048 + 1 + 1 in float16 steps stays 2048; in float32 it is 2050 (exact in float16)
+    data = np.array([2048.0], np.float16)
+    out = fastops.scatter_nd(data, np.zeros((2, 1), np.int64), np.ones(2, np.float16), "add")
+    _same(out, np.array([2050.0], np.float16))
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_scatter_nd_slices_vs_fancy_indexing(k):
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((20, 6, 5))
+    flat = rng.permutation(120)[:30] if k == 2 else rng.permutation(20)[:10]
+    idx = np.stack(np.unravel_index(flat, data.shape[:k]), -1)
+    upd = rng.standard_normal(idx.shape[:-1] + data.shape[k:])
+    expect = data.copy()
+    expect[tuple(idx.T)] = upd
+    _same(fastops.scatter_nd(data, idx, upd), expect)
+    _same(fastops.gather_nd(data, idx), data[tuple(idx.T)])
+
+
+def test_slow_reference_float64():
+    rng = np.random.default_rng(9)
+    data = rng.standard_normal((5, 7, 3)).astype(np.float32)
+    idx = rng.integers(-7, 7, (4, 6, 3))
+    upd = rng.standard_normal((4, 6, 3)).astype(np.float32)
+    for red in REDUCTIONS:
+        got = fastops.scatter_elements(data, idx, upd, 1, red)
+        expect = ref.scatter_elements(data.astype(np.float64), idx, upd.astype(np.float64), 1,
+                                      red)
+        np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(fastops.gather_elements(data, idx, 1),
+                                  ref.gather_elements(data, idx, 1))
+    idx3 = rng.integers(-3, 3, (5, 7, 2, 1))
+    np.testing.assert_array_equal(fastops.gather_nd(data, idx3, 2), ref.gather_nd(data, idx3, 2))
+
+
+def test_indices_smaller_than_data_in_other_dims(xp):
+    rng = np.random.default_rng(10)
+    data = rng.standard_normal((6, 7, 8)).astype(np.float32)
+    idx = rng.integers(-7, 7, (4, 5, 3))
+    upd = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    for red in ("none", "max"):
+        expect = ref.scatter_elements(data, idx, upd, 1, red) if red == "max" else None
+        got = fastops.scatter_elements(xp.asarray(data), xp.asarray(idx), xp.asarray(upd), 1, red)
+        if expect is not None:
+            _same(got, expect)
+    _same(fastops.gather_elements(xp.asarray(data), xp.asarray(idx), 1),
+          ref.gather_elements(data, idx, 1))
+
+
+# ---------------------------------------------------------- layout, empty, threads
+def test_non_contiguous_inputs(xp):
+    rng = np.random.default_rng(11)
+    base = rng.standard_normal((12, 10)).astype(np.float32)
+    data = base.T[::-1, ::2]                     # (10, 6), negative and odd strides
+    idx = rng.integers(-10, 10, (6, 8)).T[:, ::-1][:, :6]   # (8, 6) transposed, reversed
+    upd = rng.standard_normal((6, 16)).astype(np.float32).T[::2]
+    for red in ("add", "max"):
+        expect = ref.scatter_elements(np.ascontiguousarray(data), np.ascontiguousarray(idx),
+                                      np.ascontiguousarray(upd), 0, red)
+        _same(fastops.scatter_elements(xp.asarray(data), xp.asarray(idx), xp.asarray(upd), 0,
+                                       red), expect)
+    _same(fastops.gather_elements(xp.asarray(data), xp.asarray(idx), 0),
+          np.take_along_axis(data, idx % 10, 0))
+    small = idx[:, :3] % 6 - 6 * (idx[:, :3] < 0)
+    _same(fastops.gather_elements(xp.asarray(data), xp.asarray(small), 1),
+          ref.gather_elements(data, small, 1))
+    nd_idx = idx[:5, :1]
+    nd_upd = upd[:5]
+    _same(fastops.scatter_nd(xp.asarray(data), xp.asarray(nd_idx), xp.asarray(nd_upd), "add"),
+          ref.scatter_nd(np.ascontiguousarray(data), nd_idx, nd_upd, "add"))
+    _same(fastops.gather_nd(xp.asarray(data), xp.asarray(nd_idx)), data[nd_idx[:, 0]])
+
+
+def test_empty(xp):
+    data = xp.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    e_idx = xp.zeros((0, 4), dtype=xp.int64)
+    e_upd = xp.zeros((0, 4), dtype=xp.float32)
+    out = fastops.scatter_elements(data, e_idx, e_upd)
+    _same(out, to_numpy(data))
+    assert out is not data
+    _same(fastops.scatter_nd(data, xp.zeros((0, 1), dtype=xp.int64), e_upd), to_numpy(data))
+    _same(fastops.gather_elements(data, e_idx), np.zeros((0, 4), np.float32))
+    _same(fastops.gather_nd(data, xp.zeros((0, 2), dtype=xp.int64)), np.zeros((0,), np.float32))
+    z = xp.zeros((3, 0), dtype=xp.float32)
+    _same(fastops.scatter_nd(z, xp.asarray([[1], [2]]), xp.zeros((2, 0), dtype=xp.float32)),
+          np.zeros((3, 0), np.float32))
+    _same(fastops.gather_nd(z, xp.asarray([[1]])), np.zeros((1, 0), np.float32))
+    with pytest.raises(IndexError, match=r"indices\[1, 0\] = 3"):
+        fastops.scatter_nd(z, xp.asarray([[1], [3]]), xp.zeros((2, 0), dtype=xp.float32))
+    with pytest.raises(IndexError):
+        fastops.scatter_elements(xp.zeros((0,), dtype=xp.float32), xp.asarray([0]),
+                                 xp.asarray([1.0], dtype=xp.float32))
+    with pytest.raises(IndexError, match=r"indices\[0, 0\] = 0 is out of range for axis 0"):
+        fastops.gather_elements(xp.zeros((0, 3), dtype=xp.float32), xp.zeros((1, 3), xp.int64))
+
+
+def test_data_never_modified(xp):
+    rng = np.random.default_rng(12)
+    data = rng.standard_normal((50, 40)).astype(np.float32)
+    keep = data.copy()
+    d = xp.asarray(data)
+    idx = xp.asarray(rng.integers(0, 50, (30, 40)))
+    upd = xp.asarray(rng.standard_normal((30, 40)).astype(np.float32))
+    for red in REDUCTIONS:
+        fastops.scatter_elements(d, idx, upd, 0, red)
+        fastops.scatter_nd(d, idx[:, :1], xp.asarray(rng.standard_normal((30, 40)), dtype=xp.float32), red)
+    _same(d, keep)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_threads_bit_identical_and_deterministic(reduction, threads):
+    rng = np.random.default_rng(13)
+    data = rng.standard_normal((300, 257)).astype(np.float32)
+    idx = rng.integers(-300, 300, (400, 257))           # heavy duplicates
+    upd = rng.standard_normal((400, 257)).astype(np.float32)
+    nd_data = rng.standard_normal((1000, 3)).astype(np.float32)
+    nd_idx = rng.integers(-1000, 1000, (60_000, 1))
+    nd_upd = rng.standard_normal((60_000, 3)).astype(np.float32)
+    wide = rng.standard_normal((8, 5000)).astype(np.float32)      # long rows: column split
+    w_idx = rng.integers(0, 8, (40, 1))
+    w_upd = rng.standard_normal((40, 5000)).astype(np.float32)
+
+    def run():
+        return (fastops.scatter_elements(data, idx, upd, 0, reduction),
+                fastops.scatter_nd(nd_data, nd_idx, nd_upd, reduction),
+                fastops.scatter_nd(wide, w_idx, w_upd, reduction))
+    with threads(1):
+        one = run()
+    with threads(2):
+        two = [run() for _ in range(3)]
+    for r in two:
+        for a, b in zip(one, r):
+            np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    # and equal to the sequential row-major order (np.ufunc.at / the slow loop)
+    if reduction == "none":
+        exp_nd = ref.scatter_nd(nd_data, nd_idx, nd_upd, "none")
+    else:
+        exp_nd = nd_data.copy()
+        _UFUNC_AT[reduction].at(exp_nd, nd_idx[:, 0], nd_upd)
+    np.testing.assert_array_equal(one[1], exp_nd)
+    np.testing.assert_array_equal(one[0], _numpy_scatter_elements(data, idx, upd, 0, reduction))
+
+
+# --------------------------------------------------------------------- bad input
+def _bad_cases():
+    d = np.zeros((3, 4), np.float32)
+    i = np.zeros((2, 4), np.int64)
+    u = np.zeros((2, 4), np.float32)
+    se, snd = fastops.scatter_elements, fastops.scatter_nd
+    ge, gnd = fastops.gather_elements, fastops.gather_nd
+    return [
+        (lambda: se(d, i, u, reduction="sum"), ValueError, "scatter_elements: reduction='sum'"),
+        (lambda: snd(d, i[:, :1], u, reduction=3), ValueError, "reduction=3"),
+        (lambda: se(d, i, u, axis=2), ValueError, "axis=2"),
+        (lambda: se(d, i, u, axis=1.0), TypeError, "axis must be an integer"),
+        (lambda: se(d, i.astype(np.float32), u), TypeError, "indices has dtype float32"),
+        (lambda: snd(d, np.zeros((2, 1), bool), u), TypeError, "indices has dtype bool"),
+        (lambda: ge(d, np.zeros((2, 4), np.float64)), TypeError, "gather_elements: indices"),
+        (lambda: se(d, i[0], u[0]), ValueError, "same rank as data"),
+        (lambda: se(d, i, u[:1]), ValueError, "updates must have the shape of indices"),
+        (lambda: se(d, np.zeros((2, 5), np.int64), np.zeros((2, 5), np.float32)),
+         ValueError, r"indices.shape\[1\]=5 is larger than data.shape\[1\]=4"),
+        (lambda: se(np.float32(1), np.int64(0), np.float32(1)), ValueError, "0-d"),
+        (lambda: se(d, i, u.astype(np.float64).astype(np.complex128)), TypeError, "updates"),
+        (lambda: se(np.zeros(3, "U2"), np.zeros(1, np.int64), np.zeros(1, "U2")), TypeError,
+         "data has dtype"),
+        (lambda: se(d, np.array([[0, 1, 3, -4], [0, 0, 0, 0]]), u), IndexError,
+         r"scatter_elements: indices\[0, 2\] = 3 is out of range for axis 0 of data with "
+         r"size 3 \(expected -3 <= index < 3\)"),
+        (lambda: fastops.scatter(d, np.array([[0, 0, 0, 0], [0, -4, 9, 0]]), u), IndexError,
+         r"scatter: indices\[1, 1\] = -4"),
+        (lambda: snd(d, np.array([[0, 1], [2, 4]]), np.zeros(2, np.float32)), IndexError,
+         r"scatter_nd: indices\[1, 1\] = 4 is out of range for axis 1 of data with size 4"),
+        (lambda: snd(d, np.zeros((2, 3), np.int64), np.zeros(2, np.float32)), ValueError,
+         "index depth k = indices.shape\\[-1\\] = 3 is larger than data's rank 2"),
+        (lambda: snd(d, np.zeros((2, 1), np.int64), np.zeros((2, 3), np.float32)), ValueError,
+         r"expected indices.shape\[:-1\] \+ data.shape\[k:\] = \(2,\) \+ \(4,\) = \(2, 4\)"),
+        (lambda: ge(d, np.array([[0, 1, 2, 3], [0, 1, 2, -5]]), axis=1), IndexError,
+         r"gather_elements: indices\[1, 3\] = -5 is out of range for axis 1"),
+        (lambda: gnd(d, np.array([[0, 0], [3, 0]])), IndexError,
+         r"gather_nd: indices\[1, 0\] = 3 is out of range for axis 0"),
+        (lambda: gnd(d, np.zeros((2, 1), np.int64), batch_dims=1), ValueError,
+         r"first batch_dims=1 dimensions"),
+        (lambda: gnd(d, np.zeros((3, 1), np.int64), batch_dims=2), ValueError,
+         r"batch_dims=2 must satisfy"),
+        (lambda: gnd(d, np.zeros((3, 1), np.int64), batch_dims=0.5), TypeError,
+         "batch_dims must be an integer"),
+        (lambda: gnd(d, np.zeros((3, 3), np.int64)), ValueError, "index depth"),
+        (lambda: se(np.zeros(3, np.float32), np.array([2**63 + 1], np.uint64),
+                    np.zeros(1, np.float32)), IndexError, r"indices\[0\]"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_bad_cases())))
+def test_bad_input(case):
+    fn, exc, match = _bad_cases()[case]
+    with pytest.raises(exc, match=match):
+        fn()
+
+
+def test_index_error_writes_nothing_and_gpu_matches(xp):
+    data = xp.asarray(np.arange(6, dtype=np.float32))
+    with pytest.raises(IndexError, match=r"indices\[2\] = 6"):
+        fastops.scatter_elements(data, xp.asarray([1, 2, 6, 7]), xp.ones(4, dtype=xp.float32))
+    with pytest.raises(IndexError, match=r"indices\[1, 0\] = -7"):
+        fastops.scatter_nd(data, xp.asarray([[0], [-7]]), xp.ones(2, dtype=xp.float32), "add")
+    with pytest.raises(IndexError, match=r"indices\[3\] = 100"):
+        fastops.gather_elements(data, xp.asarray([0, 1, 2, 100]).astype(xp.int32))
+    _same(data, np.arange(6, dtype=np.float32))
+
+
+def test_torch_tensors_round_trip():
+    torch = pytest.importorskip("torch")
+    d = torch.zeros(3, 2)
+    out = fastops.scatter_elements(d, torch.tensor([[2, 0]]), torch.tensor([[1.0, 2.0]]))
+    assert isinstance(out, torch.Tensor)
+    assert out.tolist() == [[0, 2], [0, 0], [1, 0]]
+    g = fastops.gather_elements(torch.arange(6.0).reshape(2, 3), torch.tensor([[2, 0]]), 1)
+    assert g.tolist() == [[2.0, 0.0]]
+
+
+def test_int32_and_int64_indices_agree(xp):
+    rng = np.random.default_rng(14)
+    data = rng.standard_normal((9, 8)).astype(np.float32)
+    idx = rng.integers(-9, 9, (5, 8))
+    upd = rng.standard_normal((5, 8)).astype(np.float32)
+    a = fastops.scatter_elements(xp.asarray(data), xp.asarray(idx.astype(np.int32)),
+                                 xp.asarray(upd), 0, "max")
+    b = fastops.scatter_elements(xp.asarray(data), xp.asarray(idx), xp.asarray(upd), 0, "max")
+    _same(a, to_numpy(b))
+    small = fastops.gather_nd(xp.asarray(data), xp.asarray(idx[:, :1].astype(np.int16)))
+    _same(small, data[idx[:, 0]])
