@@ -59,6 +59,14 @@ class Backend:
         pkg = "fastops._cpu." if self.name == "cpu" else "fastops._gpu."
         return importlib.import_module(pkg + family)
 
+    def empty(self, shape, dtype):
+        """An uninitialized output array; large host outputs reuse pooled blocks
+        (fastops/_cpu/_pool.pyx), device outputs come from CuPy's memory pool."""
+        if self.name == "cpu":
+            from fastops._cpu._pool import empty
+            return empty(tuple(shape), dtype)
+        return self.xp.empty(shape, dtype=dtype)
+
     def run(self, family, kernel, *args):
         """Call ``kernel`` of ``family`` on this backend; CPU kernels also get the thread count."""
         fn = getattr(self.kernels(family), kernel)

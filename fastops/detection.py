@@ -462,7 +462,7 @@ def roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=0, mode="a
     aligned = _validate.flag(op, "aligned", aligned)
 
     N, C, H, W = x.shape
-    out = xp.empty((K, C, oh, ow), dtype=x.dtype)
+    out = be.empty((K, C, oh, ow), x.dtype)
     ct = np.float32 if x.dtype == np.float16 else x.dtype
     boxes = xp.ascontiguousarray(rois[:, cols - 4:], dtype=ct)
     if K:
@@ -478,7 +478,7 @@ def roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=0, mode="a
     xc = x.astype(np.float32) if x.dtype == np.float16 else x
     if any(s % xc.itemsize for s in xc.strides):   # unaligned views: kernels index by element
         xc = xc.copy()
-    oc = out if out.dtype == ct else xp.empty(out.shape, dtype=ct)
+    oc = out if out.dtype == ct else be.empty(out.shape, ct)
     be.run("roi_align", "roi_align", xc, boxes, batch, scale, sampling_ratio, mode_code,
            aligned, oc)
     if oc is not out:

@@ -190,7 +190,7 @@ def _scatter_elements(op, data, indices, updates, axis, reduction):
         return be.wrap(_new_copy(xp, data))
     kdt, cdt, kred = _kernel_types(data.dtype, red)
     src = data.astype(cdt) if data.dtype != cdt else data
-    out = xp.empty(data.shape, dtype=cdt)
+    out = be.empty(data.shape, cdt)
     n_axis = int(data.shape[ax])
     if out.size == 0:   # then n_axis == 0 (the other dims bound indices), all are bad
         _raise_bad(op, 0, indices, n_axis, f"axis {ax} of data")
@@ -349,7 +349,7 @@ def scatter_nd(data, indices, updates, reduction="none"):
         return be.wrap(_new_copy(xp, data))
     kdt, cdt, kred = _kernel_types(data.dtype, red)
     src = data.astype(cdt) if data.dtype != cdt else data
-    out = xp.empty(data.shape, dtype=cdt)
+    out = be.empty(data.shape, cdt)
     if src.flags.c_contiguous:
         src_flat = src.reshape(-1).view(kdt) if src.size else None
     else:
@@ -415,7 +415,7 @@ def gather_elements(data, indices, axis=0):
             raise ValueError(f"{op}: indices.shape[{d}]={indices.shape[d]} is larger than "
                              f"data.shape[{d}]={data.shape[d]} (only the axis={ax} "
                              f"dimension may differ freely)")
-    out = xp.empty(indices.shape, dtype=data.dtype)
+    out = be.empty(indices.shape, data.dtype)
     if out.size == 0:
         return be.wrap(out)
     kdt = np.dtype(_WORD[data.dtype.itemsize])
@@ -483,7 +483,7 @@ def gather_nd(data, indices, batch_dims=0):
         raise ValueError(f"{op}: the index depth k = indices.shape[-1] = {k} is larger "
                          f"than data.ndim - batch_dims = {data.ndim - b}")
     out_shape = tuple(indices.shape[:-1]) + tuple(data.shape[b + k:])
-    out = xp.empty(out_shape, dtype=data.dtype)
+    out = be.empty(out_shape, data.dtype)
     N = _prod(indices.shape[:-1])
     if N == 0:
         return be.wrap(out)

@@ -68,8 +68,8 @@ def topk(x, k, axis=-1, largest=True, sorted=True):
 
     out_shape = x.shape[:ax] + (k,) + x.shape[ax + 1:]
     xp = be.xp
-    values = xp.empty(out_shape, dtype=x.dtype)
-    indices = xp.empty(out_shape, dtype=np.int64)
+    values = be.empty(out_shape, x.dtype)
+    indices = be.empty(out_shape, np.int64)
     if values.size == 0:
         return be.wrap((values, indices))
     xc = _as_3d(_compute_dtype(x, be), ax)
@@ -90,8 +90,8 @@ def _cumulative(op, x, axis, is_max):
         raise ValueError(f"{op}: x must have at least 1 dimension, got a 0-d array")
     ax = _validate.axis(op, axis, x.ndim)
     xp = be.xp
-    values = xp.empty(x.shape, dtype=x.dtype)
-    indices = xp.empty(x.shape, dtype=np.int64)
+    values = be.empty(x.shape, x.dtype)
+    indices = be.empty(x.shape, np.int64)
     if x.size == 0:
         return be.wrap((values, indices))
     xc = _as_3d(_compute_dtype(x, be), ax)

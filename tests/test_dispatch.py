@@ -79,3 +79,29 @@ def test_backends_and_info_cli():
                          text=True, check=True)
     assert "fastops " + fastops.__version__ in out.stdout
     assert "OpenMP threads" in out.stdout
+
+
+def test_output_pool_reuses_blocks_without_aliasing_live_results():
+    from fastops._cpu import _pool
+    x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
+    a_vals, a_idx = fastops.cummax(x, 1)               # 4 MiB + 8 MiB: pooled outputs
+    a_copy = a_vals.copy(), a_idx.copy()
+    b_vals, b_idx = fastops.cummin(x, 1)               # must not reuse a's live blocks
+    np.testing.assert_array_equal(a_vals, a_copy[0])
+    np.testing.assert_array_equal(a_idx, a_copy[1])
+    assert not np.shares_memory(a_idx, b_idx) and not np.shares_memory(a_vals, b_vals)
+    idle = _pool.idle_bytes()
+    del a_vals, a_idx
+    assert _pool.idle_bytes() > idle                   # a's blocks went back to the pool
+    c_vals, c_idx = fastops.cummax(x, 1)               # ... and are reused, correctly
+    np.testing.assert_array_equal(c_idx, a_copy[1])
+    assert c_vals.flags.writeable and c_idx.flags.c_contiguous
+
+
+def test_output_pool_can_be_disabled():
+    code = ("import numpy as np, fastops; from fastops._cpu import _pool;"
+            "v, i = fastops.cummax(np.ones((1024, 1024), np.float32), 0); del v, i;"
+            "print(_pool.idle_bytes())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**__import__("os").environ, "FASTOPS_POOL_BYTES": "0"})
+    assert out.stdout.strip() == "0"

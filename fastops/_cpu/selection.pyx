@@ -3,6 +3,7 @@
 from libc.stdint cimport int64_t
 from libcpp cimport bool as cbool
 
+from fastops._cpu import _pool
 from fastops._cpu._types cimport real, uword
 
 cdef extern from "selection.hpp" namespace "fastops" nogil:
@@ -53,7 +54,7 @@ def nonzero(const uword[::1] x, uword mask, const int64_t[::1] shape, int nthrea
     cdef int64_t nnz
     with nogil:
         nnz = c_nonzero_count(&x[0], size, mask, nchunks, &offsets[0], nthreads)
-    out = np.empty((ndim, nnz), dtype=np.int64)
+    out = _pool.empty((ndim, nnz), np.int64)
     cdef int64_t[:, ::1] o = out
     if nnz:
         with nogil:

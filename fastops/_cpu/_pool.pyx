@@ -1,0 +1,110 @@
+# Reuse of large host output buffers.
+#
+# A fresh multi-megabyte NumPy array is a fresh mmap: the first write to each page
+# faults and the kernel zeroes it, which costs as much as the op itself for
+# memory-bound ops (cummax 4096x4096 float32 writes 192 MB: ~38 ms of which ~20 ms are
+# faults + zeroing on the 2-core CI machine).  ONNX Runtime avoids this with its arena;
+# this is the same idea for fastops outputs: an output of at least MIN_BYTES is carved
+# from a 2 MiB-aligned block (transparent huge pages requested), and when the last
+# array using the block dies the block goes back to a small free list instead of to
+# the OS.  At most FASTOPS_POOL_BYTES (default 512 MiB, 0 disables) are kept idle;
+# older idle blocks are released first.
+import os
+
+import numpy as np
+
+from libc.stdint cimport uintptr_t
+from libc.stdlib cimport free
+
+cdef extern from "stdlib.h" nogil:
+    int posix_memalign(void** memptr, size_t alignment, size_t size)
+
+cdef extern from "sys/mman.h" nogil:
+    int madvise(void* addr, size_t length, int advice)
+    int MADV_HUGEPAGE
+
+cdef Py_ssize_t ALIGN = 2 * 1024 * 1024
+MIN_BYTES = 4 * 1024 * 1024
+
+cdef Py_ssize_t _cap = int(os.environ.get("FASTOPS_POOL_BYTES", 512 * 1024 * 1024))
+cdef Py_ssize_t _idle_bytes = 0
+cdef list _idle = []          # [(size, address)], oldest first
+
+
+cdef class Block:
+    """Owns one aligned allocation; exposes it as a writable byte buffer."""
+    cdef char* ptr
+    cdef Py_ssize_t size
+    cdef Py_ssize_t shape[1]
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self.shape[0] = self.size
+        view.buf = self.ptr
+        view.obj = self
+        view.len = self.size
+        view.readonly = 0
+        view.itemsize = 1
+        view.format = "B"
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = NULL
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+    def __dealloc__(self):
+        global _idle_bytes
+        if self.ptr == NULL:
+            return
+        if self.size > _cap:
+            free(self.ptr)
+            return
+        while _idle and _idle_bytes + self.size > _cap:
+            size, addr = _idle.pop(0)
+            _idle_bytes -= size
+            free(<void*><uintptr_t>addr)
+        _idle.append((self.size, <uintptr_t>self.ptr))
+        _idle_bytes += self.size
+
+
+cdef Block _take(Py_ssize_t nbytes):
+    """An idle block of nbytes..2*nbytes (best fit), else a new one."""
+    global _idle_bytes
+    cdef Block b = Block.__new__(Block)
+    cdef Py_ssize_t best = -1
+    cdef void* p = NULL
+    for i, (size, addr) in enumerate(_idle):
+        if nbytes <= size <= 2 * nbytes and (best < 0 or size < _idle[best][0]):
+            best = i
+    if best >= 0:
+        size, addr = _idle.pop(best)
+        _idle_bytes -= size
+        b.ptr = <char*><uintptr_t>addr
+        b.size = size
+        return b
+    size = (nbytes + ALIGN - 1) // ALIGN * ALIGN
+    if posix_memalign(&p, ALIGN, size) != 0:
+        raise MemoryError(f"fastops: cannot allocate {size} bytes")
+    madvise(p, size, MADV_HUGEPAGE)     # advisory; ignored where THP is off
+    b.ptr = <char*>p
+    b.size = size
+    return b
+
+
+def empty(shape, dtype):
+    """Like np.empty; large arrays come from (and return to) the block pool."""
+    dtype = np.dtype(dtype)
+    count = 1
+    for s in shape:
+        count *= s
+    nbytes = count * dtype.itemsize
+    if _cap <= 0 or nbytes < MIN_BYTES:
+        return np.empty(shape, dtype)
+    return np.frombuffer(_take(nbytes), dtype=dtype, count=count).reshape(shape)
+
+
+def idle_bytes():
+    """Bytes held in idle blocks (for tests and `python -m fastops info`)."""
+    return _idle_bytes
