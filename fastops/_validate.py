@@ -58,6 +58,23 @@ def integer(op, name, value):
         raise TypeError(f"{op}: {name} must be an integer, got {value!r}") from None
 
 
+def number(op, name, value):
+    """A Python float from a number or a 1-element numeric array (ONNX passes thresholds
+    as tensors)."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        if value.size != 1 or value.dtype.kind not in "fiu":
+            raise TypeError(f"{op}: {name} must be a number or a 1-element numeric array, "
+                            f"got an array of shape {tuple(value.shape)} and dtype {value.dtype}")
+        value = value.reshape(-1)[0]
+        value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: {name} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: {name} must be a number, got {value!r}") from None
+
+
 def flag(op, name, value):
     """A bool from a bool or 0/1 (ONNX attributes are ints)."""
     if isinstance(value, (bool, np.bool_)):

@@ -12,22 +12,6 @@ from fastops import _dispatch, _validate
 #   nms_batched(boxes (N,4), scores (N,), idxs int64 (N,), iou_thr) -> int64 (K,)
 # boxes and scores arrive in one compute dtype (float32 or float64), non-empty.
 
-def _nms_float(op, name, value):
-    """A Python float from a number or a 1-element array (ONNX passes thresholds as tensors)."""
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        if value.size != 1 or value.dtype.kind not in "fiu":
-            raise TypeError(f"{op}: {name} must be a number or a 1-element numeric array, got an "
-                            f"array of shape {tuple(value.shape)} and dtype {value.dtype}")
-        value = value.reshape(-1)[0]
-        value = value.item() if hasattr(value, "item") else value
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{op}: {name} must be a number, got {value!r}")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{op}: {name} must be a number, got {value!r}") from None
-
-
 def _nms_dtypes(op, boxes, scores):
     """(compute dtype, threshold dtype): float16 runs as float32; mixed inputs run in the
     wider type; thresholds are rounded to the scores' compute dtype (ONNX stores float32)."""
@@ -39,7 +23,7 @@ def _nms_dtypes(op, boxes, scores):
 
 
 def _nms_iou(op, value, thr_dt):
-    v = _nms_float(op, "iou_threshold", value)
+    v = _validate.number(op, "iou_threshold", value)
     if not 0.0 <= v <= 1.0:     # also rejects NaN (ONNX Runtime rejects values outside [0, 1])
         raise ValueError(f"{op}: iou_threshold={v!r} must be in [0, 1]")
     return float(thr_dt(v))
@@ -133,7 +117,7 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
                              f"(None means no limit)")
     iou = _nms_iou(op, iou_threshold, thr_dt)
     has_sthr = score_threshold is not None
-    sthr = float(thr_dt(_nms_float(op, "score_threshold", score_threshold))) if has_sthr else 0.0
+    sthr = float(thr_dt(_validate.number(op, "score_threshold", score_threshold))) if has_sthr else 0.0
     if isinstance(center_point_box, (bool, np.bool_)) or \
             not isinstance(center_point_box, (int, np.integer)) or center_point_box not in (0, 1):
         raise ValueError(f"{op}: center_point_box={center_point_box!r} must be 0 or 1")
@@ -190,7 +174,7 @@ def nms(boxes, scores, iou_threshold, score_threshold=None, max_num=None, offset
                          f"{boxes.shape[0]} rows")
     iou = _nms_iou(op, iou_threshold, thr_dt)
     has_sthr = score_threshold is not None
-    sthr = float(thr_dt(_nms_float(op, "score_threshold", score_threshold))) if has_sthr else 0.0
+    sthr = float(thr_dt(_validate.number(op, "score_threshold", score_threshold))) if has_sthr else 0.0
     max_out = -1 if max_num is None else _validate.integer(op, "max_num", max_num)
     max_out = -1 if max_out < 0 else max_out
     off = _nms_offset(op, offset)

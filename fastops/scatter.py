@@ -9,7 +9,6 @@ Element types: "none" and the gathers move bits, so they run on unsigned words o
 element's width (bool, float16 and complex64 are exact copies); the reductions run on
 the real type, float16 in float32, bool as 0/1 bytes (add = or, mul = and).
 """
-import operator
 
 import numpy as np
 
@@ -150,13 +149,6 @@ def _raise_bad(op, pos, indices, limit, axis_name):
     raise IndexError(f"{op}: indices[{', '.join(map(str, where))}] = {value} is out of "
                      f"range for {axis_name} with size {limit} "
                      f"(expected {-limit} <= index < {limit})")
-
-
-def _integer(op, name, value):
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{op}: {name} must be an integer, got {value!r}") from None
 
 
 def _new_copy(xp, data):
@@ -466,7 +458,7 @@ def gather_nd(data, indices, batch_dims=0):
     xp = be.xp
     _check_data_dtype(op, data, 0)
     indices = _indices(op, indices, be)
-    b = _integer(op, "batch_dims", batch_dims)
+    b = _validate.integer(op, "batch_dims", batch_dims)
     if data.ndim == 0:
         raise ValueError(f"{op}: data must have at least 1 dimension, got a 0-d array")
     if indices.ndim == 0:

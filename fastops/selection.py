@@ -2,9 +2,7 @@
 import numpy as np
 
 from fastops import _dispatch, _validate
-from fastops._validate import FLOATS, NUMERIC
-
-_REAL = tuple(t for t in NUMERIC)
+from fastops._validate import NUMERIC as _REAL
 
 
 def _as_3d(x, axis):

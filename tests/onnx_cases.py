@@ -6,7 +6,6 @@ wheels only carry the generators, so a missing directory skips the test.
 import glob
 import os
 
-import numpy as np
 import pytest
 
 

@@ -28,5 +28,5 @@ def source(family, defines):
     """Full CUDA source of one variant; ``defines`` is a mapping or (name, value) pairs."""
     items = sorted(dict(defines).items())
     preamble = "".join(f"#define {k} {v}\n" for k, v in items)
-    return (preamble + f"#line 1 \"common.cuh\"\n" + _read("common.cuh")
+    return (preamble + "#line 1 \"common.cuh\"\n" + _read("common.cuh")
             + f"#line 1 \"{family}.cu\"\n" + _read(family + ".cu"))
