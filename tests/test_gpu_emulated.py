@@ -1,0 +1,338 @@
+"""The real GPU launchers (fastops/_gpu/*.py) and the real CUDA sources, run on the CPU.
+
+tests/cuda_emu compiles kernels/*.cu with g++ against a CUDA shim (one OS thread per
+CUDA thread, real __syncthreads barriers, real atomics) and stands in for CuPy with host
+arrays.  Each test calls the public function with emulated-CuPy arrays and compares with
+the CPU backend under the rules of the real GPU tests: integer outputs and (for the
+kernels that promise it) float outputs bit-identical.  Sizes are small: every block is
+256 OS threads.  The fake cupy lives in sys.modules only while this module runs.
+"""
+import numpy as np
+import pytest
+
+import fastops
+from tests import cuda_emu
+from tests.test_nms import clustered
+from tests.test_roi_align import _mmcv_rois, _rng
+from tests.test_selection import ALL_REAL, sample
+
+pytestmark = pytest.mark.skipif(not cuda_emu.available(), reason="needs g++ (CUDA emulation)")
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import sys
+    from fastops import _dispatch
+    before = sys.modules.get("cupy")
+    with cuda_emu.emulated_cupy() as fake:
+        yield fake
+    # nothing of the fake may leak into later test modules
+    assert sys.modules.get("cupy") is before
+    assert _dispatch.prepare.__module__ == "fastops._dispatch"
+    assert "fastops._gpu._compile" not in sys.modules or \
+        sys.modules["fastops._gpu._compile"].cupy is not fake
+
+
+def host(a):
+    if isinstance(a, tuple):
+        return tuple(host(v) for v in a)
+    assert type(a).__module__.endswith("fake_cupy"), f"result on the host: {type(a)}"
+    return a.get()
+
+
+def same(got, want):
+    """Bit-for-bit equality of one array (NaN payloads aside: NaN == NaN here)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------------ selection
+@pytest.mark.parametrize("dtype", ALL_REAL)
+def test_topk(cp, dtype):
+    rng = np.random.default_rng(5)
+    x = sample((3, 300), dtype, rng=rng, ties=True, specials=dtype.startswith("float"))
+    for k in (1, 7, 300):
+        for largest in (True, False):
+            want = fastops.topk(x, k, largest=largest)
+            got = host(fastops.topk(cp.asarray(x), k, largest=largest))
+            same(got[1], want[1])
+            same(got[0], want[0])
+
+
+def test_topk_unsorted_axes_noncontiguous(cp):
+    rng = np.random.default_rng(6)
+    x = sample((1, 700), "float32", rng=rng, ties=True, specials=True)
+    for k in (600, 1):          # P = 1024: bitonic pairs > threads per block
+        same(host(fastops.topk(cp.asarray(x), k, largest=False))[1],
+             fastops.topk(x, k, largest=False)[1])
+    for k in (5, 260):          # k > 256: several slots per thread in the ordered pass
+        v, i = host(fastops.topk(cp.asarray(x), k, sorted=False))
+        wv, wi = fastops.topk(x, k)
+        o, wo = np.argsort(i, 1), np.argsort(wi, 1)
+        same(np.take_along_axis(i, o, 1), np.take_along_axis(wi, wo, 1))
+        same(np.take_along_axis(v, o, 1), np.take_along_axis(wv, wo, 1))
+    base = cp.asarray(sample((5, 6, 4), "float64", rng=rng, ties=True))
+    hb = base.get()
+    for view, hview in ((base, hb), (base[::2, ::-3], hb[::2, ::-3]),
+                        (base.transpose(2, 0, 1), hb.transpose(2, 0, 1))):
+        for axis in (0, 1, 2):
+            for largest in (axis != 1, axis != 2):
+                got = host(fastops.topk(view, 2, axis, largest))
+                want = fastops.topk(hview, 2, axis, largest)
+                same(got[1], want[1])
+                same(got[0], want[0])
+
+
+@pytest.mark.parametrize("fn", ["cummax", "cummin"])
+def test_cummax_cummin(cp, fn):
+    rng = np.random.default_rng(7)
+    for dtype in ALL_REAL:
+        x = sample((3, 5, 9), dtype, rng=rng, ties=True, specials=dtype.startswith("float"))
+        for axis in (0, 1, 2):
+            got = host(getattr(fastops, fn)(cp.asarray(x), axis))
+            want = getattr(fastops, fn)(x, axis)
+            same(got[1], want[1])
+            same(got[0], want[0])
+    one = sample((4, 1, 3), "int16", rng=rng)                 # n = 1
+    same(host(getattr(fastops, fn)(cp.asarray(one), 1))[1], getattr(fastops, fn)(one, 1)[1])
+    x = sample((40, 30), "float32", rng=rng, ties=True, specials=True)
+    got = host(getattr(fastops, fn)(cp.asarray(x)[::-2, 1::2], 0))
+    want = getattr(fastops, fn)(x[::-2, 1::2], 0)
+    same(got[1], want[1])
+    same(got[0], want[0])
+
+
+@pytest.mark.parametrize("dtype", ALL_REAL + ["bool", "complex64"])
+def test_nonzero(cp, dtype):
+    rng = np.random.default_rng(8)
+    shape = (5, 17, 97)                  # 8245 words: three tiles of 256 x 16
+    if dtype == "bool":
+        x = rng.random(shape) < 0.3
+    elif dtype == "complex64":
+        x = (rng.integers(0, 2, shape) + 1j * rng.integers(0, 2, shape)).astype(dtype)
+    else:
+        x = sample(shape, dtype, rng=rng, ties=True, specials=dtype.startswith("float"))
+        if dtype.startswith("float"):
+            x.reshape(-1)[::7] = -0.0
+    same(host(fastops.nonzero(cp.asarray(x))), fastops.nonzero(x))
+    same(host(fastops.nonzero(cp.asarray(x)[:, ::-3, 2:])), fastops.nonzero(x[:, ::-3, 2:]))
+
+
+def test_nonzero_edges(cp):
+    same(host(fastops.nonzero(cp.zeros((4, 4), np.float32))), np.zeros((2, 0), np.int64))
+    same(host(fastops.nonzero(cp.asarray(np.float32(3)))), np.zeros((1, 1), np.int64))
+    x = np.zeros(4096 * 2 + 1, np.int8)
+    x[[0, 4095, 4096, 8191, 8192]] = 1  # tile boundaries
+    same(host(fastops.nonzero(cp.asarray(x))), fastops.nonzero(x))
+
+
+# ------------------------------------------------------------------ NMS
+def _nms_inputs(seed, n, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    b = np.stack([clustered(rng, n)[0][:, [1, 0, 3, 2]] for _ in range(2)]).astype(dtype)
+    s = (np.round(rng.uniform(0, 1, (2, 3, n)) * 20) / 20).astype(dtype)
+    s[0, 0, 5] = np.nan
+    return rng, b, s
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_non_max_suppression(cp, dtype):
+    rng, b, s = _nms_inputs(9, 150, dtype)     # 150 boxes: 3 mask words per row
+    for args in [(None, 0.5, None), (30, 0.3, 0.2), (5, 0.6, None, 0, 1, True),
+                 (None, 0.0, None), (2, 1.0, 0.5, 0, 0, True), (0, 0.5)]:
+        want = fastops.non_max_suppression(b, s, *args)
+        got = host(fastops.non_max_suppression(cp.asarray(b), cp.asarray(s), *args))
+        same(got, want)
+    c = b.copy()                               # center_point_box=1
+    c[..., 2:] = np.abs(c[..., 2:] - c[..., :2])
+    want = fastops.non_max_suppression(c, s, 10, 0.4, None, 1)
+    same(host(fastops.non_max_suppression(cp.asarray(c), cp.asarray(s), 10, 0.4, None, 1)),
+         want)
+
+
+def test_nms_and_batched_nms(cp):
+    rng, b, s = _nms_inputs(10, 200)
+    boxes, scores = b[0][:, [1, 0, 3, 2]], s[0, 1]
+    for kw in ({}, {"max_num": 7}, {"score_threshold": 0.4}, {"offset": 1}):
+        same(host(fastops.nms(cp.asarray(boxes), cp.asarray(scores), 0.5, **kw)),
+             fastops.nms(boxes, scores, 0.5, **kw))
+    for idxs in (rng.integers(0, 6, 200), np.zeros(200, np.int64),
+                 rng.integers(-3, 3, 200).astype(np.int32)):
+        sc = scores.copy()
+        sc[[3, 50]] = np.nan
+        same(host(fastops.batched_nms(cp.asarray(boxes), cp.asarray(sc), cp.asarray(idxs), .5)),
+             fastops.batched_nms(boxes, sc, idxs, .5))
+
+
+def test_nms_sizes_around_mask_words(cp):
+    rng = np.random.default_rng(14)
+    for n in (1, 2, 63, 64, 65, 129):
+        boxes, scores = clustered(rng, n)
+        for thr in (0.3, 0.7):
+            same(host(fastops.nms(cp.asarray(boxes), cp.asarray(scores), thr)),
+                 fastops.nms(boxes, scores, thr))
+
+
+def test_nms_many_problems_in_groups(cp, monkeypatch):
+    """A small mask budget forces several launch groups (p0 > 0) and global `removed`."""
+    import fastops._gpu.nms as gnms
+    monkeypatch.setattr(gnms, "_MASK_BUDGET", 200 * 4 * 8 * 2)   # two problems per group
+    monkeypatch.setattr(gnms, "_SHARED_MAX", 8)                   # removed words in global
+    rng, b, s = _nms_inputs(11, 200)
+    for args in [(None, 0.5, None), (4, 0.3, 0.1, 0, 0, True)]:
+        same(host(fastops.non_max_suppression(cp.asarray(b), cp.asarray(s), *args)),
+             fastops.non_max_suppression(b, s, *args))
+
+
+# ------------------------------------------------------------------ RoIAlign
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_roi_align_bitwise(cp, dtype):
+    rng = _rng(12)
+    x = rng.standard_normal((2, 3, 20, 24)).astype(dtype)
+    rois = _mmcv_rois(rng, 2, 12, 80, 96, scale=0.25, dtype=dtype)
+    for mode in ("avg", "max", "onnx_max"):
+        for aligned in (True, False):
+            for sr in (0, 2):
+                args = ((3, 5), 0.25, sr, mode, aligned)
+                same(host(fastops.roi_align(cp.asarray(x), cp.asarray(rois), *args)),
+                     fastops.roi_align(x, rois, *args))
+    xs = x.transpose(0, 1, 3, 2)                    # strided input
+    same(host(fastops.roi_align(cp.asarray(x).transpose(0, 1, 3, 2), cp.asarray(rois), 2, 0.25)),
+         fastops.roi_align(xs, rois, 2, 0.25))
+
+
+def test_roi_align_tiny_maps(cp):
+    rng = _rng(15)
+    for shape in ((1, 2, 1, 5), (2, 1, 4, 1), (1, 1, 1, 1)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        rois = _mmcv_rois(rng, shape[0], 6, shape[2], shape[3], dtype=np.float32)
+        for mode, aligned in (("avg", True), ("max", False), ("onnx_max", False)):
+            same(host(fastops.roi_align(cp.asarray(x), cp.asarray(rois), (2, 3), 1.0, 0, mode,
+                                        aligned)),
+                 fastops.roi_align(x, rois, (2, 3), 1.0, 0, mode, aligned))
+
+
+# ------------------------------------------------------------------ scatter / gather
+SCATTER_DTYPES = ["bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64",
+                  "int64", "float16", "float32", "float64"]
+
+
+def _rand(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, -100), min(info.max, 100), shape,
+                        endpoint=True).astype(dtype)
+
+
+def _scatter_same(got, want, dtype, reduction):
+    """tests/test_scatter.py's GPU rule: float add/mul may differ in summation order."""
+    if np.dtype(dtype).kind == "f" and reduction in ("add", "mul"):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=2e-3 if dtype == "float16" else 1e-5)
+    else:
+        same(got, want)
+
+
+@pytest.mark.parametrize("dtype", SCATTER_DTYPES)
+def test_scatter_gather(cp, dtype):
+    rng = np.random.default_rng(13)
+    data = _rand(rng, (6, 40), dtype)
+    dup = rng.integers(-6, 6, (9, 40))                       # many duplicates
+    perm = np.argsort(rng.random((6, 40)), axis=0)[:4] - 3   # unique per column
+    for reduction in ("none", "add", "mul", "max", "min"):
+        idx = perm if reduction == "none" else dup
+        upd = _rand(rng, idx.shape, dtype)
+        for it in (np.int32, np.int64):
+            want = fastops.scatter_elements(data, idx.astype(it), upd, 0, reduction)
+            got = host(fastops.scatter_elements(cp.asarray(data), cp.asarray(idx.astype(it)),
+                                                cp.asarray(upd), 0, reduction))
+            _scatter_same(got, want, dtype, reduction)
+        nd = (perm[:, :1] if reduction == "none" else dup[:, :1])[:, :, None]
+        upd = _rand(rng, nd.shape[:2] + (40,), dtype)
+        want = fastops.scatter_nd(data, nd, upd, reduction)
+        got = host(fastops.scatter_nd(cp.asarray(data), cp.asarray(nd), cp.asarray(upd),
+                                      reduction))
+        _scatter_same(got, want, dtype, reduction)
+    for it in (np.int16, np.int32, np.int64):
+        g = rng.integers(-6, 6, (8, 40)).astype(it)
+        same(host(fastops.gather_elements(cp.asarray(data), cp.asarray(g), 0)),
+             fastops.gather_elements(data, g, 0))
+        same(host(fastops.gather_elements(cp.asarray(data)[:, ::-3], cp.asarray(g)[:3, :5], 1)),
+             fastops.gather_elements(data[:, ::-3], g[:3, :5], 1))
+    g2 = np.stack([rng.integers(-6, 6, (5, 3)), rng.integers(-40, 40, (5, 3))], -1)
+    same(host(fastops.gather_nd(cp.asarray(data), cp.asarray(g2))), fastops.gather_nd(data, g2))
+    same(host(fastops.gather_nd(cp.asarray(data), cp.asarray(g2[..., :1]))),
+         fastops.gather_nd(data, g2[..., :1]))
+
+
+def test_scatter_semantics(cp):
+    data = np.array([1.0, np.nan, 3.0, 4.0], np.float32)
+    idx = np.array([0, 1, 2, 2, 3])
+    upd = np.array([np.nan, 5.0, np.nan, 1.0, -1.0], np.float32)
+    for red in ("max", "min"):
+        same(host(fastops.scatter_elements(cp.asarray(data), cp.asarray(idx), cp.asarray(upd),
+                                           reduction=red)),
+             fastops.scatter_elements(data, idx, upd, reduction=red))
+    i8 = np.array([120, -128, 100], np.int8)
+    for red in ("add", "mul"):
+        same(host(fastops.scatter_elements(cp.asarray(i8), cp.asarray([0, 0, 1, 2, 2]),
+                                           cp.asarray(np.array([5, 10, -1, 3, 3], np.int8)),
+                                           reduction=red)),
+             fastops.scatter_elements(i8, np.array([0, 0, 1, 2, 2]),
+                                      np.array([5, 10, -1, 3, 3], np.int8), reduction=red))
+    d = cp.asarray(np.arange(6, dtype=np.float32))
+    with pytest.raises(IndexError, match=r"indices\[2\] = 6"):
+        fastops.scatter_elements(d, cp.asarray([1, 2, 6, 7]), cp.ones(4, dtype=np.float32))
+    with pytest.raises(IndexError, match=r"indices\[1, 0\] = -7"):
+        fastops.scatter_nd(d, cp.asarray([[0], [-7]]), cp.ones(2, dtype=np.float32), "add")
+    with pytest.raises(IndexError, match=r"indices\[3\] = 100"):
+        fastops.gather_elements(d, cp.asarray(np.array([0, 1, 2, 100], np.int32)))
+    same(d.get(), np.arange(6, dtype=np.float32))
+
+
+# ------------------------------------------------------------------ harness self-checks
+def test_harness_rejects_bad_launches(cp):
+    from fastops._gpu._compile import kernel
+    fn = kernel("selection", "cumext", **{"T": "float", "KEY": "u32", "KEY_BITS": 32,
+                                          "KIND": 2})
+    x = cp.zeros((1, 4, 1), np.float32)
+    v = cp.empty((1, 4, 1), np.float32)
+    i = cp.empty((1, 4, 1), np.int64)
+    good = [x, np.int64(1), np.int64(4), np.int64(1), np.int64(4), np.int64(1), np.int64(1),
+            np.int32(1), v, i]
+    fn((1,), (32,), tuple(good))
+    assert i.get().ravel().tolist() == [0, 1, 2, 3]
+    with pytest.raises(TypeError, match="argument 7"):          # int64 for an int
+        fn((1,), (32,), tuple(good[:7] + [np.int64(1)] + good[8:]))
+    with pytest.raises(TypeError, match="pointer to i8"):       # int32 array for i64*
+        fn((1,), (32,), tuple(good[:9] + [cp.empty((1, 4, 1), np.int32)]))
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        fn((1,), (32,), tuple([np.zeros((1, 4, 1), np.float32)] + good[1:]))
+    with pytest.raises(TypeError, match="arguments"):
+        fn((1,), (32,), tuple(good[:-1]))
+    with pytest.raises(cuda_emu.fake_cupy.EmuLaunchError, match="block"):
+        fn((1,), (2048,), tuple(good))
+    bad = [x, np.int64(1), np.int64(5), np.int64(1), np.int64(4), np.int64(1), np.int64(1),
+           np.int32(1), v, i]                                    # n=5 writes one past the end
+    with pytest.raises(cuda_emu.fake_cupy.EmuLaunchError, match="out-of-bounds"):
+        fn((1,), (32,), tuple(bad))
+
+
+def test_harness_detects_divergent_syncthreads(cp):
+    code = r'''
+extern "C" __global__ void k(int* out) {
+  __shared__ int s[64];
+  s[threadIdx.x] = threadIdx.x;
+  if (threadIdx.x < 32) { __syncthreads(); } else { __syncthreads(); }
+  out[threadIdx.x] = s[63 - threadIdx.x];
+}'''
+    fn = cp.RawModule(code=code).get_function("k")
+    out = cp.zeros(64, np.int32)
+    with pytest.raises(cuda_emu.fake_cupy.EmuLaunchError, match="divergent"):
+        fn((1,), (64,), (out,))
+
