@@ -10,6 +10,10 @@
 
 #include "common.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace fastops {
 
 // ----------------------------------------------------------------------------- TopK
@@ -324,6 +328,39 @@ int64_t nonzero_count(const U* x, int64_t size, U mask, int nchunks, int64_t* co
   return total;
 }
 
+// Bit i set when word p[i] & mask is nonzero, for 64 consecutive words.  SSE2 (part of
+// every x86-64) for 1/2/4-byte words; a portable loop elsewhere.
+template <typename U>
+inline uint64_t nonzero_bits64(const U* p, U mask) {
+#if defined(__SSE2__)
+  if constexpr (sizeof(U) <= 4) {
+    const __m128i m = sizeof(U) == 1 ? _mm_set1_epi8(static_cast<char>(mask))
+                      : sizeof(U) == 2 ? _mm_set1_epi16(static_cast<short>(mask))
+                                       : _mm_set1_epi32(static_cast<int>(mask));
+    const __m128i zero = _mm_setzero_si128();
+    uint64_t zeros = 0;
+    constexpr int per = 16 / sizeof(U);  // words per 16-byte load
+    for (int j = 0; j < 64 / per; ++j) {
+      __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + j * per)), m);
+      uint64_t z;
+      if constexpr (sizeof(U) == 1) {
+        z = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)));
+      } else if constexpr (sizeof(U) == 2) {
+        __m128i eq = _mm_cmpeq_epi16(v, zero);
+        z = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(eq, eq))) & 0xFFu;
+      } else {
+        z = static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, zero))));
+      }
+      zeros |= z << (j * per);
+    }
+    return ~zeros;
+  }
+#endif
+  uint64_t bits = 0;
+  for (int i = 0; i < 64; ++i) bits |= uint64_t((p[i] & mask) != 0) << i;
+  return bits;
+}
+
 template <typename U>
 void nonzero_fill(const U* x, int64_t size, U mask, int ndim, const int64_t* shape,
                   int nchunks, const int64_t* offsets, int64_t nnz, int64_t* out,
@@ -332,29 +369,38 @@ void nonzero_fill(const U* x, int64_t size, U mask, int ndim, const int64_t* sha
   const int64_t last = shape[ndim - 1];
 #pragma omp parallel for num_threads(nthreads) schedule(static)
   for (int c = 0; c < nchunks; ++c) {
-    int64_t b = c * len, e = std::min(size, b + len);
+    const int64_t b = c * len, e = std::min(size, b + len);
     int64_t k = offsets[c];
-    const int64_t end = (c + 1 < nchunks) ? offsets[c + 1] : nnz;
-    if (k == end) continue;
-    int64_t coord[64];  // NumPy allows at most 64 dimensions
+    if (k == ((c + 1 < nchunks) ? offsets[c + 1] : nnz)) continue;
+    int64_t coord[64];               // NumPy allows at most 64 dimensions
+    int64_t row_start = -1, row_end = -1;
+    auto emit = [&](int64_t pos) {
+      if (pos >= row_end) {          // entered a new row: its leading coordinates
+        int64_t r = pos / last;
+        row_start = r * last;
+        row_end = row_start + last;
+        for (int d = ndim - 2; d >= 0; --d) {
+          coord[d] = r % shape[d];
+          r /= shape[d];
+        }
+      }
+      for (int d = 0; d < ndim - 1; ++d) out[d * nnz + k] = coord[d];
+      out[(ndim - 1) * nnz + k] = pos - row_start;
+      ++k;
+    };
+    // 64 words at a time: a bitmask of the nonzeros, then one emit per set bit.  At 10% density this writes 1/10 of what a write-every-
+    // element loop did (nonzero 4096x4096 bool, one thread: 41 -> 21 ms; 2 threads with
+    // the SSE2 masks: 19 -> 8.6 ms).
     int64_t pos = b;
-    while (pos < e && k < end) {
-      // coordinates of the row holding `pos`, then a branchless walk along the row:
-      // every element writes its coordinates at slot k, and only nonzeros advance k.
-      // The walk stops once the chunk's range is full, so no slot past `end` is touched.
-      int64_t r = pos / last, c0 = pos % last, c1 = std::min(last, c0 + (e - pos));
-      for (int d = ndim - 2; d >= 0; --d) {
-        coord[d] = r % shape[d];
-        r /= shape[d];
+    for (; pos + 64 <= e; pos += 64) {
+      uint64_t bits = nonzero_bits64(x + pos, mask);
+      while (bits) {
+        emit(pos + __builtin_ctzll(bits));
+        bits &= bits - 1;
       }
-      const U* xr = x + (pos - c0);
-      for (int64_t col = c0; col < c1 && k < end; ++col) {
-        for (int d = 0; d < ndim - 1; ++d) out[d * nnz + k] = coord[d];
-        out[(ndim - 1) * nnz + k] = col;
-        k += (xr[col] & mask) != 0;
-      }
-      pos += c1 - c0;
     }
+    for (; pos < e; ++pos)
+      if ((x[pos] & mask) != 0) emit(pos);
   }
 }
 
