@@ -42,6 +42,13 @@ def copy_bandwidth(nbytes=256 << 20, repeats=5):
     return 2 * nbytes / best
 
 
+# Idle time before each timed call.  Thread pools of the previous implementation keep
+# spinning for a while after their call (libgomp, ONNX Runtime, torch) and would steal
+# the cores from the next one: interleaved without a pause, ONNX Runtime's TopK went
+# from 14 to 19 ms and fastops' from 7 to 13-21 ms; 20 ms of idle time removes it.
+SETTLE_S = 0.02
+
+
 def measure(wl, impls, repeats):
     """Median seconds per impl; repeats are interleaved so drift hits every impl alike."""
     fns = {}
@@ -54,6 +61,7 @@ def measure(wl, impls, repeats):
     times = {impl: [] for impl in fns}
     for _ in range(repeats):
         for impl, fn in fns.items():
+            time.sleep(SETTLE_S)
             t = time.perf_counter()
             fn()
             times[impl].append(time.perf_counter() - t)

@@ -19,8 +19,8 @@ def ort_session(op_type, inputs, outputs, attrs=None, opset=18, domain=""):
     """A callable running a one-node ONNX Runtime model.
 
     inputs: list of (name, numpy array or None for an omitted optional input);
-    outputs: list of (name, numpy dtype).  The session uses fastops' thread count (intra-op) and one
-    inter-op thread, and is built here, outside any timed region.
+    outputs: list of (name, numpy dtype).  The session uses fastops' thread count
+    (intra-op) and one inter-op thread, and is built here, outside any timed region.
     """
     _need("onnx")
     ort = _need("onnxruntime")
@@ -38,6 +38,10 @@ def ort_session(op_type, inputs, outputs, attrs=None, opset=18, domain=""):
     so = ort.SessionOptions()
     so.intra_op_num_threads = fastops.get_num_threads()
     so.inter_op_num_threads = 1
+    # ORT's idle workers spin by default and then steal the cores from whatever runs
+    # next (fastops, torch) in an interleaved benchmark: topk 1000x10000 went from 7 to
+    # 13-21 ms next to a spinning session.  Without spinning ORT itself is as fast here.
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(model.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"])
     return lambda: sess.run(None, feeds)
