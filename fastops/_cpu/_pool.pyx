@@ -4,7 +4,7 @@
 # faults and the kernel zeroes it, which costs as much as the op itself for
 # memory-bound ops (cummax 4096x4096 float32 writes 192 MB: ~38 ms of which ~20 ms are
 # faults + zeroing on the 2-core CI machine).  ONNX Runtime avoids this with its arena;
-# this is the same idea for fastops outputs: an output of at least MIN_BYTES is carved
+# this is the same idea for fastops outputs: an output of at least MIN_BYTES (1 MiB) is carved
 # from a 2 MiB-aligned block (transparent huge pages requested), and when the last
 # array using the block dies the block goes back to a small free list instead of to
 # the OS.  At most FASTOPS_POOL_BYTES (default 512 MiB, 0 disables) are kept idle;
@@ -24,7 +24,7 @@ cdef extern from "sys/mman.h" nogil:
     int MADV_HUGEPAGE
 
 cdef Py_ssize_t ALIGN = 2 * 1024 * 1024
-MIN_BYTES = 4 * 1024 * 1024
+MIN_BYTES = 1024 * 1024
 
 cdef Py_ssize_t _cap = int(os.environ.get("FASTOPS_POOL_BYTES", 512 * 1024 * 1024))
 cdef Py_ssize_t _idle_bytes = 0
