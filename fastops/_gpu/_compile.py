@@ -25,3 +25,8 @@ def launch(fn, n_items, args, block=256, shared_mem=0):
     """Launch ``fn`` with one thread per item (grid-stride loops cap the grid)."""
     grid = max(1, min((n_items + block - 1) // block, 65535 * 8))
     fn((grid,), (block,), args, shared_mem=shared_mem)
+
+
+def elem_strides(a):
+    """Strides of ``a`` in elements (the public layer guarantees they divide evenly)."""
+    return tuple(s // a.itemsize for s in a.strides)

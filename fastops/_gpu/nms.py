@@ -20,18 +20,14 @@ def _defines(dtype):
     return VARIANTS[0] if dtype == np.float32 else VARIANTS[1]
 
 
-def _elem_strides(a):
-    return tuple(s // a.itemsize for s in a.strides)
-
-
 def _prepare(boxes3, center, off):
     """Normalized (B, 5, N) boxes; boxes3 is a (B, N, 4) view."""
     import cupy
-    from fastops._gpu._compile import kernel, launch
+    from fastops._gpu._compile import kernel, launch, elem_strides
     B, N = boxes3.shape[:2]
     T = boxes3.dtype.type
     buf = cupy.empty(B * 5 * N, dtype=boxes3.dtype)
-    sb0, sb1, sb2 = _elem_strides(boxes3)
+    sb0, sb1, sb2 = elem_strides(boxes3)
     launch(kernel("nms", "nms_prepare", **_defines(boxes3.dtype)), B * N,
            (boxes3, np.int64(B), np.int64(N), np.int64(sb0), np.int64(sb1), np.int64(sb2),
             np.int32(center), T(off), buf))
@@ -40,12 +36,12 @@ def _prepare(boxes3, center, off):
 
 def _keys(scores3, has_thr, thr):
     import cupy
-    from fastops._gpu._compile import kernel, launch
+    from fastops._gpu._compile import kernel, launch, elem_strides
     B, C, N = scores3.shape
     d = _defines(scores3.dtype)
     keys = cupy.empty((B * C, N), dtype=np.uint32 if d["KEY_BITS"] == 32 else np.uint64)
     counts = cupy.zeros(B * C, dtype=np.uint64)
-    ss = _elem_strides(scores3)
+    ss = elem_strides(scores3)
     launch(kernel("nms", "nms_keys", **d), B * C * N,
            (scores3, np.int64(B), np.int64(C), np.int64(N), np.int64(ss[0]), np.int64(ss[1]),
             np.int64(ss[2]), np.int32(has_thr), scores3.dtype.type(thr), keys, counts))

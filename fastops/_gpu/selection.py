@@ -20,13 +20,9 @@ _WORDS = ("uint8", "uint16", "uint32", "uint64")
 VARIANTS = [_key_defines(d) for d in _REAL] + [{"U": CTYPE[w]} for w in _WORDS]
 
 
-def _elem_strides(a):
-    return tuple(s // a.itemsize for s in a.strides)
-
-
 def topk(x, k, largest, sorted, values, indices):
     import cupy
-    from fastops._gpu._compile import kernel
+    from fastops._gpu._compile import kernel, elem_strides
     d = _key_defines(x.dtype.name)
     rows = x.shape[0] * x.shape[2]
     P = 1 << max(0, int(k - 1).bit_length())
@@ -34,7 +30,7 @@ def topk(x, k, largest, sorted, values, indices):
     skeys = cupy.empty(rows * P, dtype=key_dtype)
     sidx = cupy.empty(rows * P, dtype=np.int64)
     fn = kernel("selection", "topk_rows", **d)
-    so, sn, si = _elem_strides(x)
+    so, sn, si = elem_strides(x)
     grid = min(rows, 65535)
     fn((grid,), (256,), (x, np.int64(rows), np.int64(x.shape[1]), np.int64(x.shape[2]),
                          np.int64(so), np.int64(sn), np.int64(si), np.int64(k),
@@ -43,9 +39,9 @@ def topk(x, k, largest, sorted, values, indices):
 
 
 def cumext(x, is_max, values, indices):
-    from fastops._gpu._compile import kernel, launch
+    from fastops._gpu._compile import kernel, launch, elem_strides
     fn = kernel("selection", "cumext", **_key_defines(x.dtype.name))
-    so, sn, si = _elem_strides(x)
+    so, sn, si = elem_strides(x)
     launch(fn, x.shape[0] * x.shape[2],
            (x, np.int64(x.shape[0]), np.int64(x.shape[1]), np.int64(x.shape[2]), np.int64(so),
             np.int64(sn), np.int64(si), np.int32(is_max), values, indices))

@@ -7,6 +7,17 @@ typedef unsigned int u32;
 template <typename Elem>
 __device__ __forceinline__ bool is_nan(Elem v) { return v != v; }
 
+// Round-to-nearest arithmetic that NVRTC never contracts into an FMA: kernels that must
+// be bit-identical to the CPU ones (nms, roi_align) use these for products and sums.
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double sub_rn(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float div_rn(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double div_rn(double a, double b) { return __ddiv_rn(a, b); }
+
 // Inclusive block-wide prefix sum of one value per thread (blockDim.x <= 1024).
 // `buf` is shared scratch of blockDim.x entries; every thread must call it.
 template <typename Val>

@@ -12,12 +12,6 @@
 // 64-bit IoU bitmask, 64x64 tiles), nms_sweep (one block per problem unwraps the mask
 // on the device), nms_emit (output rows).
 
-__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
-__device__ __forceinline__ double sub_rn(double a, double b) { return __dsub_rn(a, b); }
 // std::min / std::max semantics (NaN handling included), as the CPU kernels use
 __device__ __forceinline__ T mn(T a, T b) { return (b < a) ? b : a; }
 __device__ __forceinline__ T mx(T a, T b) { return (a < b) ? b : a; }
