@@ -213,19 +213,7 @@ def test_roi_align_tiny_maps(cp):
 
 
 # ------------------------------------------------------------------ scatter / gather
-SCATTER_DTYPES = ["bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64",
-                  "int64", "float16", "float32", "float64"]
-
-
-def _rand(rng, shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    info = np.iinfo(dtype)
-    return rng.integers(max(info.min, -100), min(info.max, 100), shape,
-                        endpoint=True).astype(dtype)
+from tests.test_scatter import DTYPES as SCATTER_DTYPES, _rand  # noqa: E402
 
 
 def _scatter_same(got, want, dtype, reduction):

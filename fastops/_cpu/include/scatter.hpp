@@ -59,6 +59,19 @@ inline T reduce_op(T o, T u) {
   }
 }
 
+// Calls f(std::integral_constant<int, Red>{}) for the runtime reduction code, so each
+// reduction gets its own instantiation of the hot loop.
+template <typename F>
+inline void with_reduction(int reduction, F&& f) {
+  switch (reduction) {
+    case kRedAdd: f(std::integral_constant<int, kRedAdd>{}); break;
+    case kRedMul: f(std::integral_constant<int, kRedMul>{}); break;
+    case kRedMax: f(std::integral_constant<int, kRedMax>{}); break;
+    case kRedMin: f(std::integral_constant<int, kRedMin>{}); break;
+    default: f(std::integral_constant<int, kRedNone>{});
+  }
+}
+
 // Normalized index, or -1 when out of [-n, n).
 template <typename I>
 inline int64_t norm_index(I raw, int64_t n) {
@@ -180,27 +193,11 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
     bad = std::min(bad, mine);
 #pragma omp barrier
     if (bad == kNoBad) {  // the same value in every thread: all or none take the loops
-      switch (reduction) {
-        case kRedAdd:
-          scatter_elements_apply<T, I, kRedAdd>(out, idx, upd, O, m, In, outer_off, inner_off,
-                                                 s_outer, s_inner, s_axis, n_axis);
-          break;
-        case kRedMul:
-          scatter_elements_apply<T, I, kRedMul>(out, idx, upd, O, m, In, outer_off, inner_off,
-                                                 s_outer, s_inner, s_axis, n_axis);
-          break;
-        case kRedMax:
-          scatter_elements_apply<T, I, kRedMax>(out, idx, upd, O, m, In, outer_off, inner_off,
-                                                 s_outer, s_inner, s_axis, n_axis);
-          break;
-        case kRedMin:
-          scatter_elements_apply<T, I, kRedMin>(out, idx, upd, O, m, In, outer_off, inner_off,
-                                                 s_outer, s_inner, s_axis, n_axis);
-          break;
-        default:
-          scatter_elements_apply<T, I, kRedNone>(out, idx, upd, O, m, In, outer_off,
-                                                  inner_off, s_outer, s_inner, s_axis, n_axis);
-      }
+      with_reduction(reduction, [&](auto red) {
+        scatter_elements_apply<T, I, decltype(red)::value>(out, idx, upd, O, m, In, outer_off,
+                                                           inner_off, s_outer, s_inner, s_axis,
+                                                           n_axis);
+      });
     }
   }
   return bad == kNoBad ? -1 : bad;
@@ -358,13 +355,9 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
     bad = std::min(bad, mine);
 #pragma omp barrier
     if (bad == kNoBad) {
-      switch (reduction) {
-        case kRedAdd: scatter_nd_apply<T, kRedAdd>(out, upd, rows, N, S); break;
-        case kRedMul: scatter_nd_apply<T, kRedMul>(out, upd, rows, N, S); break;
-        case kRedMax: scatter_nd_apply<T, kRedMax>(out, upd, rows, N, S); break;
-        case kRedMin: scatter_nd_apply<T, kRedMin>(out, upd, rows, N, S); break;
-        default: scatter_nd_apply<T, kRedNone>(out, upd, rows, N, S);
-      }
+      with_reduction(reduction, [&](auto red) {
+        scatter_nd_apply<T, decltype(red)::value>(out, upd, rows, N, S);
+      });
     }
   }
   return bad == kNoBad ? -1 : bad;
