@@ -7,6 +7,19 @@ typedef unsigned int u32;
 template <typename Elem>
 __device__ __forceinline__ bool is_nan(Elem v) { return v != v; }
 
+// Order-preserving unsigned key of a non-NaN float: a < b  <=>  key(a) < key(b).
+// -0.0 and +0.0 get one key (they compare equal, so the CPU kernels treat them as a tie).
+__device__ __forceinline__ u32 float_order_key(float v) {
+  if (v == 0.0f) v = 0.0f;
+  u32 b = __float_as_uint(v);
+  return (b >> 31) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ u64 float_order_key(double v) {
+  if (v == 0.0) v = 0.0;
+  u64 b = (u64)__double_as_longlong(v);
+  return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+}
+
 // Round-to-nearest arithmetic that NVRTC never contracts into an FMA: kernels that must
 // be bit-identical to the CPU ones (nms, roi_align) use these for products and sums.
 __device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }

@@ -17,16 +17,7 @@ __device__ __forceinline__ T mn(T a, T b) { return (b < a) ? b : a; }
 __device__ __forceinline__ T mx(T a, T b) { return (a < b) ? b : a; }
 
 // key(a) < key(b)  <=>  a > b; -0.0 folds into +0.0.  NaN never gets here.
-__device__ __forceinline__ KEY desc_key(T v) {
-  if (v == (T)0) v = (T)0;
-#if KEY_BITS == 32
-  KEY b = __float_as_uint((float)v);
-#else
-  KEY b = (KEY)__double_as_longlong((double)v);
-#endif
-  KEY asc = (b >> (KEY_BITS - 1)) ? ~b : (b | ((KEY)1 << (KEY_BITS - 1)));
-  return ~asc;
-}
+__device__ __forceinline__ KEY desc_key(T v) { return ~float_order_key(v); }
 
 // buf (B, 5, N): lo0, lo1, hi0, hi1, area.  center 0: corners in either order;
 // center 1: [c0, c1, w, h] -> c -/+ size / 2, not reordered.

@@ -18,15 +18,11 @@ __device__ __forceinline__ KEY order_key(T v) {
   return (KEY)v ^ ((KEY)1 << (KEY_BITS - 1));
 #else
   if (is_nan(v)) return ~(KEY)0;
-  // -0.0 == +0.0 for the CPU kernels' comparisons (a tie: lower index first), so both
-  // must get one key; the raw bits would rank -0.0 below +0.0.
-  if (v == (T)0) v = (T)0;
 #if KEY_BITS == 32
-  KEY b = __float_as_uint((float)v);
+  return float_order_key((float)v);
 #else
-  KEY b = (KEY)__double_as_longlong((double)v);
+  return float_order_key((double)v);
 #endif
-  return (b >> (KEY_BITS - 1)) ? ~b : (b | ((KEY)1 << (KEY_BITS - 1)));
 #endif
 }
 
