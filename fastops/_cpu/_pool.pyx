@@ -73,13 +73,16 @@ cdef Block _take(Py_ssize_t nbytes):
     """An idle block of nbytes..2*nbytes (best fit), else a new one."""
     global _idle_bytes
     cdef Block b = Block.__new__(Block)
-    cdef Py_ssize_t best = -1
     cdef void* p = NULL
-    for i, (size, addr) in enumerate(_idle):
-        if nbytes <= size <= 2 * nbytes and (best < 0 or size < _idle[best][0]):
-            best = i
-    if best >= 0:
-        size, addr = _idle.pop(best)
+    best = None
+    for entry in _idle:
+        if nbytes <= entry[0] <= 2 * nbytes and (best is None or entry[0] < best[0]):
+            best = entry
+    if best is not None:
+        # by value, not by position: a release triggered by garbage collection in
+        # between may have changed the list (addresses are unique)
+        _idle.remove(best)
+        size, addr = best
         _idle_bytes -= size
         b.ptr = <char*><uintptr_t>addr
         b.size = size
