@@ -403,3 +403,23 @@ def test_inputs_not_modified():
     fastops.batched_nms(b, s, np.arange(100) % 4, 0.5)
     np.testing.assert_array_equal(b, b0)
     np.testing.assert_array_equal(s, s0)
+
+
+def test_matches_torchvision_when_installed():
+    """torchvision.ops.nms / batched_nms on distinct scores (torchvision's sort is not
+    stable, so ties are left out)."""
+    torch = pytest.importorskip("torch")
+    tvops = pytest.importorskip("torchvision.ops")
+    rng = np.random.default_rng(11)
+    for n in (50, 700):
+        xy = rng.uniform(0, 200, (n, 2))
+        wh = rng.uniform(5, 60, (n, 2))
+        boxes = np.concatenate([xy, xy + wh], 1).astype(np.float32)
+        scores = rng.permutation(n).astype(np.float32) / n
+        idxs = rng.integers(0, 5, n)
+        for thr in (0.3, 0.5, 0.7):
+            expect = tvops.nms(torch.from_numpy(boxes), torch.from_numpy(scores), thr).numpy()
+            np.testing.assert_array_equal(fastops.nms(boxes, scores, thr), expect)
+            expect = tvops.batched_nms(torch.from_numpy(boxes), torch.from_numpy(scores),
+                                       torch.from_numpy(idxs), thr).numpy()
+            np.testing.assert_array_equal(fastops.batched_nms(boxes, scores, idxs, thr), expect)

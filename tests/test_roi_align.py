@@ -406,3 +406,20 @@ def test_mixed_devices_rejected():
         pytest.skip("needs a CUDA device")
     with pytest.raises(TypeError, match="rois"):
         fastops.roi_align(cupy.ones((1, 1, 4, 4), np.float32), np.zeros((1, 5), np.float32), 2)
+
+
+@pytest.mark.parametrize("aligned", [True, False])
+@pytest.mark.parametrize("sampling_ratio", [0, 2])
+def test_matches_torchvision_when_installed(aligned, sampling_ratio):
+    torch = pytest.importorskip("torch")
+    tvops = pytest.importorskip("torchvision.ops")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 20, 24)).astype(np.float32)
+    xy = rng.uniform(-4, 20, (17, 2))
+    wh = rng.uniform(0.5, 15, (17, 2))
+    rois = np.concatenate([rng.integers(0, 2, (17, 1)), xy, xy + wh], 1).astype(np.float32)
+    expect = tvops.roi_align(torch.from_numpy(x), torch.from_numpy(rois), (5, 4), 0.5,
+                             sampling_ratio, aligned).numpy()
+    got = fastops.roi_align(x, rois, (5, 4), spatial_scale=0.5, sampling_ratio=sampling_ratio,
+                            mode="avg", aligned=aligned)
+    np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-5)
