@@ -204,70 +204,65 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
 }
 
 // ------------------------------------------------------------------- GatherElements
-// Reads may go anywhere (data strided), writes are the contiguous output: rows of the
-// output in parallel.  A bad index is recorded and its element left unwritten (the
-// output is discarded by the caller), so nothing is ever read out of bounds.
+// Reads may go anywhere (data strided), writes are the contiguous output.  All indices
+// are checked first (a vectorized pass over idx, in parallel); only then the gather runs,
+// without per-element bounds logic, so nothing is ever read out of bounds.  (The same
+// speed as a check fused into the gather, 3.2-3.6 ms hot on 2000x2000 float32 /
+// 500x2000 axis 0 with 2 threads, and simpler.)
 template <typename T, typename I>
 int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64_t In,
                         const int64_t* outer_off, const int64_t* inner_off, int64_t s_outer,
                         int64_t s_inner, int64_t s_axis, int64_t n_axis, T* out,
                         int nthreads) {
-  const int64_t rows = O * m;
-  const int nt = threads_for(rows * In, nthreads);
+  const int64_t rows = O * m, count = rows * In;
+  const int nt = threads_for(count, nthreads);
   const int64_t bi = col_block();
   const int64_t nblk = (In + bi - 1) / bi;
+  const int64_t chunk = 1 << 14, nchunks = (count + chunk - 1) / chunk;
   int64_t bad = kNoBad;
 #pragma omp parallel num_threads(nt)
   {
     int64_t mine = kNoBad;
-    if (!inner_off) {
-      // Tasks are (o, block of columns), j inside: the data a task reads is one column
-      // stripe, which stays in L2 while the random rows reuse it.  Branch-free: a bad
-      // index reads row 0 instead (the caller guarantees n_axis >= 1) and is located
-      // afterwards; the output is discarded then.
 #pragma omp for schedule(static) nowait
-      for (int64_t task = 0; task < O * nblk; ++task) {
-        const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
-        const T* base = data + (outer_off ? outer_off[o] : o * s_outer);
-        for (int64_t j = 0; j < m; ++j) {
-          const int64_t r = o * m + j;
-          const I* ir = idx + r * In;
-          T* orow = out + r * In;
-          bool any_bad = false;
-          for (int64_t i = i0; i < i1; ++i) {
-            int64_t v = static_cast<int64_t>(ir[i]);
-            v += v < 0 ? n_axis : 0;
-            const bool b = static_cast<uint64_t>(v) >= static_cast<uint64_t>(n_axis);
-            any_bad |= b;
-            orow[i] = base[(b ? 0 : v) * s_axis + i * s_inner];
-          }
-          if (any_bad)
-            for (int64_t i = i0; i < i1; ++i)
-              if (norm_index(ir[i], n_axis) < 0) {
-                mine = std::min(mine, r * In + i);
-                break;
-              }
-        }
-      }
-    } else {
-#pragma omp for schedule(static) nowait
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t o = r / m;
-        const T* base = data + (outer_off ? outer_off[o] : o * s_outer);
-        const I* ir = idx + r * In;
-        T* orow = out + r * In;
-        for (int64_t i = 0; i < In; ++i) {
-          const int64_t v = norm_index(ir[i], n_axis);
-          if (v < 0) {
-            mine = std::min(mine, r * In + i);
-            continue;
-          }
-          orow[i] = base[v * s_axis + inner_off[i]];
-        }
-      }
+    for (int64_t c = 0; c < nchunks; ++c) {
+      if (mine != kNoBad) continue;  // chunks come in order: a later one cannot be first
+      mine = first_bad_in(idx, c * chunk, std::min(count, (c + 1) * chunk), n_axis);
     }
 #pragma omp critical
     bad = std::min(bad, mine);
+#pragma omp barrier
+    if (bad == kNoBad) {  // the same value in every thread
+      if (!inner_off) {
+        // Tasks are (o, block of columns), j inside: the data a task reads is one column
+        // stripe, which stays in L2 while the random rows reuse it.
+#pragma omp for schedule(static) nowait
+        for (int64_t task = 0; task < O * nblk; ++task) {
+          const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
+          const T* base = data + (outer_off ? outer_off[o] : o * s_outer);
+          for (int64_t j = 0; j < m; ++j) {
+            const I* ir = idx + (o * m + j) * In;
+            T* orow = out + (o * m + j) * In;
+            for (int64_t i = i0; i < i1; ++i) {
+              int64_t v = static_cast<int64_t>(ir[i]);
+              v += v < 0 ? n_axis : 0;
+              orow[i] = base[v * s_axis + i * s_inner];
+            }
+          }
+        }
+      } else {
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* base = data + (outer_off ? outer_off[r / m] : (r / m) * s_outer);
+          const I* ir = idx + r * In;
+          T* orow = out + r * In;
+          for (int64_t i = 0; i < In; ++i) {
+            int64_t v = static_cast<int64_t>(ir[i]);
+            v += v < 0 ? n_axis : 0;
+            orow[i] = base[v * s_axis + inner_off[i]];
+          }
+        }
+      }
+    }
   }
   return bad == kNoBad ? -1 : bad;
 }
