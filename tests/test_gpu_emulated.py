@@ -95,6 +95,11 @@ def test_cummax_cummin(cp, fn):
             same(got[0], want[0])
     one = sample((4, 1, 3), "int16", rng=rng)                 # n = 1
     same(host(getattr(fastops, fn)(cp.asarray(one), 1))[1], getattr(fastops, fn)(one, 1)[1])
+    long_rows = sample((3, 700), "float32", rng=rng, ties=True, specials=True)  # 3 tiles
+    got = host(getattr(fastops, fn)(cp.asarray(long_rows), 1))
+    want = getattr(fastops, fn)(long_rows, 1)
+    same(got[1], want[1])
+    same(got[0], want[0])
     x = sample((40, 30), "float32", rng=rng, ties=True, specials=True)
     got = host(getattr(fastops, fn)(cp.asarray(x)[::-2, 1::2], 0))
     want = getattr(fastops, fn)(x[::-2, 1::2], 0)

@@ -40,8 +40,14 @@ def topk(x, k, largest, sorted, values, indices):
 
 def cumext(x, is_max, values, indices):
     from fastops._gpu._compile import kernel, launch, elem_strides
-    fn = kernel("selection", "cumext", **_key_defines(x.dtype.name))
     so, sn, si = elem_strides(x)
+    outer, n, inner = x.shape
+    if inner == 1:   # scan along the contiguous axis: a block per row
+        fn = kernel("selection", "cumext_rows", **_key_defines(x.dtype.name))
+        fn((min(outer, 65535),), (256,), (x, np.int64(outer), np.int64(n), np.int64(so),
+                                          np.int64(sn), np.int32(is_max), values, indices))
+        return
+    fn = kernel("selection", "cumext", **_key_defines(x.dtype.name))
     launch(fn, x.shape[0] * x.shape[2],
            (x, np.int64(x.shape[0]), np.int64(x.shape[1]), np.int64(x.shape[2]), np.int64(so),
             np.int64(sn), np.int64(si), np.int32(is_max), values, indices))

@@ -144,6 +144,61 @@ extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64
   }
 }
 
+// Running (value, index) state of cummax/cummin.  Combining the summary of an earlier
+// segment `a` with that of the later segment `b` applies torch's rule to b's result, so
+// the combine is associative and a block-wide scan gives the sequential answer.
+struct CumState {
+  T v;
+  i64 i;
+};
+
+__device__ __forceinline__ CumState cum_combine(CumState a, CumState b, int is_max) {
+  const bool take_b = is_nan(b.v) ||
+                      (!is_nan(a.v) && (is_max ? !(b.v < a.v) : !(b.v > a.v)));
+  return take_b ? b : a;
+}
+
+// Contiguous-axis scan (inner == 1): one block per row, tiles of blockDim elements, a
+// Hillis-Steele scan of CumState per tile plus the carry of the previous tiles.  Reads
+// and writes are coalesced, unlike one thread per row.
+extern "C" __global__ void cumext_rows(const T* x, i64 rows, i64 n, i64 s_row, i64 s_n,
+                                       int is_max, T* values, i64* indices) {
+  __shared__ T sv[1024];
+  __shared__ i64 si[1024];
+  __shared__ CumState carry;
+  const int tid = threadIdx.x, bd = blockDim.x;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * s_row;
+    for (i64 base = 0; base < n; base += bd) {
+      const i64 i = base + tid;
+      const i64 last = (n - base < bd ? n - base : bd) - 1;  // last valid lane
+      CumState e;
+      e.v = xr[(i < n ? i : n - 1) * s_n];  // lanes past the end only follow the valid ones
+      e.i = i;
+      for (int off = 1; off < bd; off <<= 1) {
+        sv[tid] = e.v;
+        si[tid] = e.i;
+        __syncthreads();
+        if (tid >= off) {
+          CumState prev;
+          prev.v = sv[tid - off];
+          prev.i = si[tid - off];
+          e = cum_combine(prev, e, is_max);
+        }
+        __syncthreads();
+      }
+      if (base > 0) e = cum_combine(carry, e, is_max);
+      if (i < n) {
+        values[r * n + i] = e.v;
+        indices[r * n + i] = e.i;
+      }
+      __syncthreads();  // everyone has read the old carry
+      if (tid == last) carry = e;
+      __syncthreads();
+    }
+  }
+}
+
 // One thread per (outer, inner) column, scanning along n; coalesced when inner is the
 // contiguous axis.  torch's rule: take x if NaN, or if running is not NaN and x >=/<= it.
 extern "C" __global__ void cumext(const T* x, i64 outer, i64 n, i64 inner, i64 s_outer,
