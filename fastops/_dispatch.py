@@ -67,6 +67,16 @@ class Backend:
             return empty(tuple(shape), dtype)
         return self.xp.empty(shape, dtype=dtype)
 
+    def element_view(self, a, dtype=None):
+        """``a`` in ``dtype`` (no copy when it already is), copied to C order only when a
+        stride is not a whole number of elements (e.g. a field of a packed record
+        array): the kernels index by element strides."""
+        if dtype is not None:
+            a = a.astype(dtype, copy=False)
+        if any(s % a.itemsize for s in a.strides):
+            a = self.xp.ascontiguousarray(a)
+        return a
+
     def run(self, family, kernel, *args):
         """Call ``kernel`` of ``family`` on this backend; CPU kernels also get the thread count."""
         fn = getattr(self.kernels(family), kernel)

@@ -128,8 +128,8 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
     if B * C * N == 0:
         rows = B * C * (N if max_out < 0 else max_out) if pad else 0
         return be.wrap(be.xp.full((rows, 3), -1, dtype=np.int64))
-    out = be.run("nms", "nms_select", boxes.astype(ct, copy=False),
-                 scores.astype(ct, copy=False), int(center_point_box), off, max_out, iou,
+    out = be.run("nms", "nms_select", be.element_view(boxes, ct),
+                 be.element_view(scores, ct), int(center_point_box), off, max_out, iou,
                  has_sthr, sthr, pad)
     return be.wrap(out)
 
@@ -180,8 +180,8 @@ def nms(boxes, scores, iou_threshold, score_threshold=None, max_num=None, offset
     off = _nms_offset(op, offset)
     if boxes.shape[0] == 0 or max_out == 0:
         return be.wrap(be.xp.empty((0,), dtype=np.int64))
-    sel = be.run("nms", "nms_select", boxes.astype(ct, copy=False)[None],
-                 scores.astype(ct, copy=False)[None, None], 0, off, max_out, iou, has_sthr,
+    sel = be.run("nms", "nms_select", be.element_view(boxes, ct)[None],
+                 be.element_view(scores, ct)[None, None], 0, off, max_out, iou, has_sthr,
                  sthr, False)
     return be.wrap(be.xp.ascontiguousarray(sel[:, 2]))
 
@@ -226,9 +226,8 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     if boxes.shape[0] == 0:
         return be.wrap(be.xp.empty((0,), dtype=np.int64))
     # uint64 -> int64 is a bijection, so distinct classes stay distinct
-    return be.wrap(be.run("nms", "nms_batched", boxes.astype(ct, copy=False),
-                          scores.astype(ct, copy=False), idxs.astype(np.int64, copy=False),
-                          iou))
+    return be.wrap(be.run("nms", "nms_batched", be.element_view(boxes, ct),
+                          be.element_view(scores, ct), be.element_view(idxs, np.int64), iou))
 
 
 # ----------------------------------------------------------- RoIAlign section
@@ -459,9 +458,7 @@ def roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=0, mode="a
         return be.wrap(out)
     batch = xp.ascontiguousarray((rois[:, 0] if batch_indices is None else batch_indices)
                                  .astype(np.int64))
-    xc = x.astype(np.float32) if x.dtype == np.float16 else x
-    if any(s % xc.itemsize for s in xc.strides):   # unaligned views: kernels index by element
-        xc = xc.copy()
+    xc = be.element_view(x, np.float32 if x.dtype == np.float16 else None)
     oc = out if out.dtype == ct else be.empty(out.shape, ct)
     be.run("roi_align", "roi_align", xc, boxes, batch, scale, sampling_ratio, mode_code,
            aligned, oc)

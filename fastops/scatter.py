@@ -131,13 +131,6 @@ def _c_strides(shape):
     return tuple(reversed(st))
 
 
-def _aligned(a, xp):
-    """``a`` itself when every stride is a whole number of elements, else a C copy."""
-    if any(s % a.itemsize for s in a.strides):
-        return xp.ascontiguousarray(a)
-    return a
-
-
 def _flat(a, xp, dtype=None):
     f = xp.ascontiguousarray(a).reshape(-1)
     return f if dtype is None else f.view(dtype)
@@ -411,7 +404,7 @@ def gather_elements(data, indices, axis=0):
     if out.size == 0:
         return be.wrap(out)
     kdt = np.dtype(_WORD[data.dtype.itemsize])
-    src = _aligned(data, xp)
+    src = be.element_view(data)
     st = _elem_strides(src)
     outer, inner, s_outer, s_inner = _layout(xp, indices.shape, ax, st)
     shape = indices.shape

@@ -5,15 +5,12 @@ from fastops import _dispatch, _validate
 from fastops._validate import NUMERIC as _REAL
 
 
-def _as_3d(x, axis):
+def _as_3d(x, axis, be):
     """View x as (outer, n, inner) around ``axis`` (a copy only when strides forbid a view)."""
     shape = x.shape
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
-    x3 = x.reshape(outer, shape[axis], inner)
-    if any(s % x3.itemsize for s in x3.strides):   # unaligned views: kernels index by element
-        x3 = x3.copy()
-    return x3
+    return be.element_view(x.reshape(outer, shape[axis], inner))
 
 
 def _compute_dtype(x, be):
@@ -70,7 +67,7 @@ def topk(x, k, axis=-1, largest=True, sorted=True):
     indices = be.empty(out_shape, np.int64)
     if values.size == 0:
         return be.wrap((values, indices))
-    xc = _as_3d(_compute_dtype(x, be), ax)
+    xc = _as_3d(_compute_dtype(x, be), ax, be)
     v3 = values.reshape(xc.shape[0], k, xc.shape[2])
     if values.dtype == np.float16:
         v3 = xp.empty(v3.shape, dtype=np.float32)
@@ -92,7 +89,7 @@ def _cumulative(op, x, axis, is_max):
     indices = be.empty(x.shape, np.int64)
     if x.size == 0:
         return be.wrap((values, indices))
-    xc = _as_3d(_compute_dtype(x, be), ax)
+    xc = _as_3d(_compute_dtype(x, be), ax, be)
     v3 = values.reshape(xc.shape) if values.dtype != np.float16 else xp.empty(xc.shape, np.float32)
     be.run("selection", "cumext", xc, is_max, v3, indices.reshape(xc.shape))
     if values.dtype == np.float16:

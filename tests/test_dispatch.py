@@ -105,3 +105,31 @@ def test_output_pool_can_be_disabled():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**__import__("os").environ, "FASTOPS_POOL_BYTES": "0"})
     assert out.stdout.strip() == "0"
+
+
+def test_views_with_unaligned_strides_match_their_copies():
+    """A field of a packed record array has strides that are not whole elements; every
+    op must read it like its contiguous copy (kernels index by element strides)."""
+    rng = np.random.default_rng(2)
+    rec = np.zeros(30, dtype=[("tag", np.int8), ("v", np.float32, (4,))])
+    xy = rng.uniform(0, 50, (30, 2))
+    rec["v"] = np.concatenate([xy, xy + rng.uniform(5, 20, (30, 2))], 1)
+    view = rec["v"]
+    assert view.strides[0] % view.itemsize
+    copy = np.ascontiguousarray(view)
+    scores = rng.permutation(30).astype(np.float32) / 30
+    cases = [
+        lambda b: fastops.topk(b, 2, axis=0),
+        lambda b: fastops.cummax(b, 0),
+        lambda b: fastops.nms(b, scores, 0.3),
+        lambda b: fastops.batched_nms(b, scores, np.arange(30) % 3, 0.3),
+        lambda b: fastops.non_max_suppression(b[None], scores[None, None], None, 0.3),
+        lambda b: fastops.gather_elements(b, np.zeros((3, 4), np.int64)),
+        lambda b: fastops.roi_align(b.reshape(1, 1, 10, 12), np.array([[0, 1, 1, 6, 7]],
+                                                                      np.float32), 2),
+    ]
+    for case in cases:
+        got, want = case(view), case(copy)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_array_equal(g, w)
