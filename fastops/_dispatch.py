@@ -45,13 +45,15 @@ def _from_dlpack_fn(obj):
 
 
 class Backend:
-    """One call's backend: ``name`` is "cpu" or "gpu", ``xp`` the array module."""
+    """One call's backend: ``name`` is "cpu" or "gpu", ``xp`` the array module, ``op``
+    the public function it serves (named in allocation errors)."""
 
-    __slots__ = ("name", "xp", "_to_framework")
+    __slots__ = ("name", "xp", "op", "_to_framework")
 
-    def __init__(self, name, xp, to_framework=None):
+    def __init__(self, name, xp, op="fastops", to_framework=None):
         self.name = name
         self.xp = xp
+        self.op = op
         self._to_framework = to_framework
 
     def kernels(self, family):
@@ -61,11 +63,26 @@ class Backend:
 
     def empty(self, shape, dtype):
         """An uninitialized output array; large host outputs reuse pooled blocks
-        (fastops/_cpu/_pool.pyx), device outputs come from CuPy's memory pool."""
-        if self.name == "cpu":
-            from fastops._cpu._pool import empty
-            return empty(tuple(shape), dtype)
-        return self.xp.empty(shape, dtype=dtype)
+        (fastops/_cpu/_pool.pyx), device outputs come from CuPy's memory pool.
+
+        The size is computed with exact integers first: an output that cannot exist, or
+        that the allocator refuses, raises MemoryError naming the op and the shape."""
+        shape = tuple(int(s) for s in shape)
+        dtype = np.dtype(dtype)
+        nbytes = dtype.itemsize
+        for s in shape:
+            nbytes *= s
+        if nbytes > sys.maxsize:
+            raise MemoryError(f"{self.op}: an output of shape {shape} and dtype {dtype} "
+                              f"would need {nbytes} bytes, more than any process can address")
+        try:
+            if self.name == "cpu":
+                from fastops._cpu._pool import empty
+                return empty(shape, dtype)
+            return self.xp.empty(shape, dtype=dtype)
+        except MemoryError as exc:
+            raise MemoryError(f"{self.op}: cannot allocate an output of shape {shape} and "
+                              f"dtype {dtype} ({nbytes} bytes): {exc}") from None
 
     def element_view(self, a, dtype=None):
         """``a`` in ``dtype`` (no copy when it already is), copied to C order only when a
@@ -78,12 +95,18 @@ class Backend:
         return a
 
     def run(self, family, kernel, *args):
-        """Call ``kernel`` of ``family`` on this backend; CPU kernels also get the thread count."""
+        """Call ``kernel`` of ``family`` on this backend; CPU kernels also get the thread count.
+
+        A kernel that runs out of memory (scratch, tables) raises MemoryError naming the op."""
         fn = getattr(self.kernels(family), kernel)
-        if self.name == "cpu":
-            from fastops._threads import get_num_threads
-            return fn(*args, get_num_threads())
-        return fn(*args)
+        try:
+            if self.name == "cpu":
+                from fastops._threads import get_num_threads
+                return fn(*args, get_num_threads())
+            return fn(*args)
+        except MemoryError as exc:
+            raise MemoryError(f"{self.op}: out of memory for the working space of the "
+                              f"{family}.{kernel} kernel ({exc or 'allocation failed'})") from None
 
     def wrap(self, result):
         """Return ``result`` (an array or a tuple of arrays) in the caller's framework."""
@@ -141,19 +164,53 @@ def prepare(op, **arrays):
     framework = None if producer is None else _from_dlpack_fn(producer)
     if device == "gpu":
         cp = _cupy()
-        conv = cp.from_dlpack
-        backend = Backend("gpu", cp, framework)
-        out = tuple(None if a is None else (a if isinstance(a, cp.ndarray) else conv(a))
-                    for a in arrays.values())
+        backend = Backend("gpu", cp, op, framework)
+        out = tuple(None if a is None else (a if isinstance(a, cp.ndarray) else
+                                            _from_dlpack(op, name, a, cp.from_dlpack))
+                    for name, a in arrays.items())
     else:
-        backend = Backend("cpu", np, framework)
-        out = tuple(None if a is None else _to_numpy(a) for a in arrays.values())
+        backend = Backend("cpu", np, op, framework)
+        out = tuple(None if a is None else _to_numpy(op, name, a)
+                    for name, a in arrays.items())
     return backend, out
 
 
-def _to_numpy(a):
-    if isinstance(a, np.ndarray):
-        return a
-    if _dlpack_device(a) is not None:
-        return np.from_dlpack(a)
-    return np.asarray(a)
+def _from_dlpack(op, name, a, from_dlpack):
+    """Import a DLPack producer; a framework-side refusal names the op and the argument."""
+    try:
+        return from_dlpack(a)
+    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+        hint = ""
+        if getattr(a, "requires_grad", False):
+            hint = " (it requires grad: pass .detach())"
+        elif hasattr(a, "is_conj") and a.is_conj():
+            hint = " (a conjugate view: pass .resolve_conj())"
+        raise TypeError(f"{op}: argument {name!r} ({type(a).__module__}.{type(a).__name__} "
+                        f"of dtype {getattr(a, 'dtype', '?')}) cannot be read zero-copy through "
+                        f"DLPack{hint}: {exc}") from None
+
+
+def _to_numpy(op, name, a):
+    """A plain native-byte-order ndarray for the CPU kernels.
+
+    ndarray subclasses are viewed as ndarray (np.matrix would otherwise change shape
+    under indexing); masked arrays are refused, since the kernels cannot honour a mask.
+    Non-native byte order ('>f4' on x86) is converted once here, so every kernel and
+    every dtype test downstream sees native types."""
+    if not isinstance(a, np.ndarray):
+        if _dlpack_device(a) is not None:
+            a = _from_dlpack(op, name, a, np.from_dlpack)
+        else:
+            try:
+                a = np.asarray(a)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"{op}: argument {name!r} is not an array or a sequence of "
+                                f"numbers: {exc}") from None
+    if type(a) is not np.ndarray:
+        if isinstance(a, np.ma.MaskedArray):
+            raise TypeError(f"{op}: argument {name!r} is a masked array; fastops cannot honour "
+                            f"a mask: pass a.filled(value) or a.data")
+        a = a.view(np.ndarray)
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    return a

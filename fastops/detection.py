@@ -7,8 +7,10 @@ from fastops import _dispatch, _validate
 # ---------------------------------------------------------------- NMS section
 
 # Kernels: fastops._cpu.nms / fastops._gpu.nms ("nms" family), both with
-#   nms_select(boxes (B,N,4), scores (B,C,N), center, offset, max_out, iou_thr,
-#              has_score_thr, score_thr, pad) -> int64 (K, 3)
+#   nms_select(boxes (B,N,4), scores (B,C,N), center, offset, cap, iou_thr,
+#              has_score_thr, score_thr, pad_out) -> int64 (K, 3)
+#   (cap = boxes kept per (batch, class), <= N; pad_out = None or the preallocated
+#   (B*C*max, 3) output of pad=True: sizes are computed here with exact integers)
 #   nms_batched(boxes (N,4), scores (N,), idxs int64 (N,), iou_thr) -> int64 (K,)
 # boxes and scores arrive in one compute dtype (float32 or float64), non-empty.
 
@@ -27,6 +29,17 @@ def _nms_iou(op, value, thr_dt):
     if not 0.0 <= v <= 1.0:     # also rejects NaN (ONNX Runtime rejects values outside [0, 1])
         raise ValueError(f"{op}: iou_threshold={v!r} must be in [0, 1]")
     return float(thr_dt(v))
+
+
+def _nms_score_threshold(op, value, thr_dt):
+    """(has_threshold, threshold in the scores' compute dtype); NaN is refused like a NaN
+    iou_threshold (no box could pass it)."""
+    if value is None:
+        return False, 0.0
+    v = _validate.number(op, "score_threshold", value)
+    if v != v:
+        raise ValueError(f"{op}: score_threshold is NaN; pass None for no threshold")
+    return True, float(thr_dt(v))
 
 
 def _nms_offset(op, offset):
@@ -51,14 +64,15 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
         (ONNX).  ``center_point_box=1``: ``[x_center, y_center, width, height]``.
     scores : array (B, C, N), float16/32/64
     max_output_boxes_per_class : int, 1-element integer array or None
-        At most this many boxes per (batch, class).  None: no limit.  0: nothing is
-        selected (ONNX; MMCV's op definition reads 0 as "all", pass None for that).
-        Negative: ValueError.
+        At most this many boxes per (batch, class), any size.  None: no limit.  0:
+        nothing is selected (ONNX; MMCV's op definition reads 0 as "all", pass None
+        for that).  Negative: ValueError.  With ``pad=True`` a maximum whose
+        ``B*C*max`` rows cannot be allocated raises MemoryError.
     iou_threshold : float in [0, 1] (or a 1-element array)
         Suppress when IoU > iou_threshold (strict).  Outside [0, 1] or NaN: ValueError.
     score_threshold : float or None
         Only boxes with score > score_threshold (strict) are candidates.  None: no
-        threshold.
+        threshold.  NaN: ValueError (as for iou_threshold).
     center_point_box : 0 or 1
     offset : 0 or 1
         Added to every width and height (MMCV's legacy ``+1`` convention), also to the
@@ -108,16 +122,12 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
         raise ValueError(f"{op}: scores.shape[2]={scores.shape[2]} (boxes) does not match "
                          f"boxes.shape[1]={boxes.shape[1]}")
     if max_output_boxes_per_class is None:
-        max_out = -1
-    else:
+        max_out = None
+    else:   # any size: only min(max, N) reaches the kernel, the pad size is exact here
         max_out = _validate.integer(op, "max_output_boxes_per_class",
-                                    max_output_boxes_per_class)
-        if max_out < 0:
-            raise ValueError(f"{op}: max_output_boxes_per_class={max_out} must be >= 0 "
-                             f"(None means no limit)")
+                                    max_output_boxes_per_class, lo=0, hi=None)
     iou = _nms_iou(op, iou_threshold, thr_dt)
-    has_sthr = score_threshold is not None
-    sthr = float(thr_dt(_validate.number(op, "score_threshold", score_threshold))) if has_sthr else 0.0
+    has_sthr, sthr = _nms_score_threshold(op, score_threshold, thr_dt)
     if isinstance(center_point_box, (bool, np.bool_)) or \
             not isinstance(center_point_box, (int, np.integer)) or center_point_box not in (0, 1):
         raise ValueError(f"{op}: center_point_box={center_point_box!r} must be 0 or 1")
@@ -125,12 +135,21 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
     pad = _validate.flag(op, "pad", pad)
 
     B, N, C = boxes.shape[0], boxes.shape[1], scores.shape[1]
+    limit = N if max_out is None else max_out
+    pad_out = None
+    if pad:
+        try:
+            pad_out = be.empty((B * C * limit, 3), np.int64)
+        except MemoryError as exc:
+            raise MemoryError(f"{exc} (pad=True with max_output_boxes_per_class="
+                              f"{max_output_boxes_per_class!r}: B*C*max rows)") from None
     if B * C * N == 0:
-        rows = B * C * (N if max_out < 0 else max_out) if pad else 0
-        return be.wrap(be.xp.full((rows, 3), -1, dtype=np.int64))
+        out = pad_out if pad else be.empty((0, 3), np.int64)
+        out.fill(-1)
+        return be.wrap(out)
     out = be.run("nms", "nms_select", be.element_view(boxes, ct),
-                 be.element_view(scores, ct), int(center_point_box), off, max_out, iou,
-                 has_sthr, sthr, pad)
+                 be.element_view(scores, ct), int(center_point_box), off, min(limit, N), iou,
+                 has_sthr, sthr, pad_out)
     return be.wrap(out)
 
 
@@ -144,7 +163,7 @@ def nms(boxes, scores, iou_threshold, score_threshold=None, max_num=None, offset
     iou_threshold : float in [0, 1]
         Suppress when IoU > iou_threshold (strict); outside [0, 1] or NaN: ValueError.
     score_threshold : float or None
-        Only boxes with score > score_threshold are kept (MMCV).
+        Only boxes with score > score_threshold are kept (MMCV); NaN: ValueError.
     max_num : int or None
         Keep at most this many.  None or negative (MMCV's -1): no limit; 0: nothing.
     offset : 0 or 1
@@ -173,16 +192,17 @@ def nms(boxes, scores, iou_threshold, score_threshold=None, max_num=None, offset
         raise ValueError(f"{op}: scores has {scores.shape[0]} entries but boxes has "
                          f"{boxes.shape[0]} rows")
     iou = _nms_iou(op, iou_threshold, thr_dt)
-    has_sthr = score_threshold is not None
-    sthr = float(thr_dt(_validate.number(op, "score_threshold", score_threshold))) if has_sthr else 0.0
-    max_out = -1 if max_num is None else _validate.integer(op, "max_num", max_num)
-    max_out = -1 if max_out < 0 else max_out
+    has_sthr, sthr = _nms_score_threshold(op, score_threshold, thr_dt)
+    N = boxes.shape[0]
+    max_out = N if max_num is None else _validate.integer(op, "max_num", max_num, lo=None,
+                                                          hi=None)
+    max_out = N if max_out < 0 else min(max_out, N)   # MMCV's -1: no limit
     off = _nms_offset(op, offset)
-    if boxes.shape[0] == 0 or max_out == 0:
-        return be.wrap(be.xp.empty((0,), dtype=np.int64))
+    if N == 0 or max_out == 0:
+        return be.wrap(be.empty((0,), np.int64))
     sel = be.run("nms", "nms_select", be.element_view(boxes, ct)[None],
                  be.element_view(scores, ct)[None, None], 0, off, max_out, iou, has_sthr,
-                 sthr, False)
+                 sthr, None)
     return be.wrap(be.xp.ascontiguousarray(sel[:, 2]))
 
 
@@ -224,7 +244,7 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
                          f"got {tuple(idxs.shape)}")
     iou = _nms_iou(op, iou_threshold, thr_dt)
     if boxes.shape[0] == 0:
-        return be.wrap(be.xp.empty((0,), dtype=np.int64))
+        return be.wrap(be.empty((0,), np.int64))
     # uint64 -> int64 is a bijection, so distinct classes stay distinct
     return be.wrap(be.run("nms", "nms_batched", be.element_view(boxes, ct),
                           be.element_view(scores, ct), be.element_view(idxs, np.int64), iou))
@@ -232,6 +252,8 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
 
 # ----------------------------------------------------------- RoIAlign section
 _ROI_MODES = {"avg": 0, "max": 1, "onnx_max": 2}
+_INT32_MAX = (1 << 31) - 1
+_ROI_GRID_MAX = 1 << 20       # adaptive samples per bin and axis (kRoiGridMax in the kernels)
 
 
 def _roi_output_size(op, output_size):
@@ -240,9 +262,10 @@ def _roi_output_size(op, output_size):
         if len(output_size) != 2:
             raise ValueError(f"{op}: output_size must be an int or a pair (h, w), "
                              f"got {output_size!r}")
-        hw = tuple(_validate.integer(op, "output_size", v) for v in output_size)
+        hw = tuple(_validate.integer(op, "output_size", v, lo=None, hi=None)
+                   for v in output_size)
     else:
-        hw = (_validate.integer(op, "output_size", output_size),) * 2
+        hw = (_validate.integer(op, "output_size", output_size, lo=None, hi=None),) * 2
     if hw[0] <= 0 or hw[1] <= 0:
         raise ValueError(f"{op}: output_size must be positive, got {output_size!r}")
     return hw
@@ -365,9 +388,13 @@ def roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=0, mode="a
       differs from Caffe2/MMCV/OpenVINO max pooling (onnx/onnx#4764,
       microsoft/onnxruntime#6146); ``fastops.onnx`` uses it for RoiAlign nodes.
       torchvision has no max mode.
-    * A sample outside the map is computed as weight 0 times an in-bounds element (the
-      peers use element 0 of the plane, fastops one of the sample's row or column): 0
-      for finite data; an infinite or NaN element can make it NaN, as in the peers.
+    * A sample outside the map is exactly 0 (it still counts in the average's
+      divisor; in the max modes it is a +0 candidate).  The peers compute it as weight
+      0 times element 0 of the plane, so an infinite or NaN element there makes their
+      bin NaN; here it cannot.
+    * ``sampling_ratio`` above 2**31 - 1 is refused (ValueError); adaptive grids are
+      capped at 2**20 samples per bin and axis (only RoIs about a million times larger
+      than the map reach that; the peers' integer conversion is undefined there).
 
     **Alignment.**
 
@@ -402,8 +429,10 @@ def roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=0, mode="a
     products), is built once and shared by all channels; the loop runs channel-major
     over blocks of 4 channels so that the feature planes stay in cache while every RoI
     of an image reads them.  (RoI chunk, channel block) items run on OpenMP threads;
-    results are bit-identical for any thread count.  Adaptive sampling costs grow with
-    the RoI area in feature pixels.  GPU: one thread per output element, computing the
+    results are bit-identical for any thread count.  Samples outside the map are never
+    visited (along each axis the inside samples of a bin form one run, found by
+    bisection), so a RoI costs at most about what its overlap with the map costs, however
+    large or far outside it is.  GPU: one thread per output element, computing the
     CPU's operations in the same order without FMA contraction, so GPU and CPU results
     are bit-identical; the call synchronizes once to check the batch indices and RoI
     coordinates.
@@ -431,14 +460,18 @@ def roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=0, mode="a
             raise ValueError(f"{op}: batch_indices must have shape ({K},) to match rois, "
                              f"got {tuple(batch_indices.shape)}")
     oh, ow = _roi_output_size(op, output_size)
-    try:
-        scale = float(spatial_scale)
-    except (TypeError, ValueError):
-        raise TypeError(f"{op}: spatial_scale must be a real number, "
-                        f"got {spatial_scale!r}") from None
-    if isinstance(spatial_scale, (bool, np.bool_)) or not np.isfinite(scale):
-        raise ValueError(f"{op}: spatial_scale must be a finite number, got {spatial_scale!r}")
-    sampling_ratio = _validate.integer(op, "sampling_ratio", sampling_ratio)
+    scale = _validate.number(op, "spatial_scale", spatial_scale, finite=True)
+    # <= 0: adaptive.  Samples per bin and axis fit an int (as in MMCV), so a bin's sample
+    # count fits int64; the sample tables (up to K * (oh + ow) * ratio entries) must be
+    # addressable.
+    sampling_ratio = max(0, _validate.integer(op, "sampling_ratio", sampling_ratio, lo=None,
+                                              hi=None))
+    if sampling_ratio > _INT32_MAX:
+        raise ValueError(f"{op}: sampling_ratio={sampling_ratio} is more than {_INT32_MAX} "
+                         f"samples per bin along an axis")
+    if K * (oh + ow) * max(sampling_ratio, _ROI_GRID_MAX) > 1 << 62:
+        raise MemoryError(f"{op}: the sample tables of {K} RoIs with output_size=({oh}, "
+                          f"{ow}) and sampling_ratio={sampling_ratio} cannot be addressed")
     if not isinstance(mode, str) or mode.lower() not in _ROI_MODES:
         raise ValueError(f"{op}: mode must be one of 'avg', 'max', 'onnx_max', got {mode!r}")
     mode_code = _ROI_MODES[mode.lower()]
@@ -447,17 +480,19 @@ def roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=0, mode="a
     N, C, H, W = x.shape
     out = be.empty((K, C, oh, ow), x.dtype)
     ct = np.float32 if x.dtype == np.float16 else x.dtype
+    # The kernel reads each box once and survives any value; the batch indices it trusts,
+    # so they are copied first and the copy is what gets checked and used (another
+    # thread may write rois meanwhile).
     boxes = xp.ascontiguousarray(rois[:, cols - 4:], dtype=ct)
+    raw = xp.array(rois[:, 0] if batch_indices is None else batch_indices, copy=True)
     if K:
-        raw = rois[:, 0] if batch_indices is None else batch_indices
         _roi_check(op, xp, boxes, raw, N, batch_indices is None)
     if out.size == 0:
         return be.wrap(out)
     if H == 0 or W == 0:        # every sample lies outside an empty map
         out[...] = 0
         return be.wrap(out)
-    batch = xp.ascontiguousarray((rois[:, 0] if batch_indices is None else batch_indices)
-                                 .astype(np.int64))
+    batch = raw.astype(np.int64)
     xc = be.element_view(x, np.float32 if x.dtype == np.float16 else None)
     oc = out if out.dtype == ct else be.empty(out.shape, ct)
     be.run("roi_align", "roi_align", xc, boxes, batch, scale, sampling_ratio, mode_code,

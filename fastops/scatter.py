@@ -51,18 +51,21 @@ def _kernel_types(dtype, red):
         return np.dtype(_WORD[dtype.itemsize]), dtype, 0
     if dtype.kind == "b":   # 0/1 bytes: or = max, and = min
         return np.dtype(np.uint8), dtype, {1: 3, 2: 4, 3: 3, 4: 4}[red]
-    if dtype == np.float16:
-        return np.dtype(np.float32), np.dtype(np.float32), red
+    if dtype == np.float16:   # float32 arithmetic, NumPy's float16 tie rule for max/min
+        return np.dtype(np.float32), np.dtype(np.float32), {3: 5, 4: 6}.get(red, red)
     return dtype, dtype, red
 
 
 def _indices(op, indices, be):
+    """int32/int64 indices as they are; other integer dtypes converted to int64 (uint64
+    values above the int64 range are out of range, not wrapped).  Dtypes are told apart
+    by kind and size (np.intc, np.longlong and friends are int32/int64)."""
     dt = indices.dtype
     if dt.kind not in "iu":
         raise TypeError(f"{op}: indices has dtype {dt}; expected int32 or int64")
-    if dt in (np.int32, np.int64):
+    if dt.kind == "i" and dt.itemsize in (4, 8):
         return indices
-    if dt == np.uint64 and indices.size:
+    if dt.kind == "u" and dt.itemsize == 8 and indices.size:
         big = indices > np.uint64(np.iinfo(np.int64).max)
         if bool(big.any()):
             where = tuple(int(w) for w in np.unravel_index(int(be.xp.argmax(big)),
@@ -215,7 +218,10 @@ _SEMANTICS = """
     "add", "mul"   every duplicate contributes, in row-major order on the CPU;
                    integers wrap around as in NumPy; float16 is computed in
                    float32 and rounded once at the end
-    "max", "min"   as ``np.maximum`` / ``np.minimum``: a NaN on either side wins
+    "max", "min"   ``np.maximum`` / ``np.minimum`` applied in row-major order of
+                   ``indices``, bit for bit: a NaN wins (the first one met), and of
+                   two equal values (+0.0 and -0.0) the update wins for float32/64
+                   and the current value for float16, as NumPy's x86 loops do
     bool           "add" is logical or, "mul" logical and, "max" or, "min" and
     GPU            reductions use atomics (atomicCAS loops for mul/max/min and
                    for 8/16-bit types), so float add/mul with duplicates may round

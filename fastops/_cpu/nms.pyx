@@ -7,27 +7,28 @@ from libcpp cimport bool as cbool
 
 import numpy as np
 
+# every kernel is `except +`: std::bad_alloc (scratch) becomes MemoryError
 cdef extern from "nms.hpp" namespace "fastops" nogil:
     void c_nms_onnx "fastops::nms_onnx"[T](
         const T* boxes, int64_t B, int64_t N, int64_t sb0, int64_t sb1, int64_t sb2,
         const T* scores, int64_t C, int64_t ss0, int64_t ss1, int64_t ss2, int center,
         T off, int64_t max_out, T iou_thr, cbool has_sthr, T sthr, T* buf, int64_t cap,
-        int64_t* sel, int64_t* counts, int nthreads)
+        int64_t* sel, int64_t* counts, int nthreads) except +
     int64_t c_nms_batched "fastops::nms_batched"[T](
         const T* boxes, int64_t N, int64_t sb1, int64_t sb2, const T* scores, int64_t ss,
-        const int64_t* cls, int64_t sc, T iou_thr, T* buf, int64_t* keep, int nthreads)
+        const int64_t* cls, int64_t sc, T iou_thr, T* buf, int64_t* keep, int nthreads) except +
 
 
 def nms_select(const floating[:, :, :] boxes, const floating[:, :, :] scores, int center,
-               int offset, int64_t max_out, double iou_thr, bint has_sthr, double sthr,
-               bint pad, int nthreads):
+               int offset, int64_t cap, double iou_thr, bint has_sthr, double sthr,
+               pad_out, int nthreads):
     """ONNX NonMaxSuppression rows (K, 3) [batch, class, box] for non-empty boxes (B, N, 4)
-    and scores (B, C, N); ``max_out`` < 0 means unlimited; with ``pad`` the output has
-    B*C*cap rows (cap = max_out, or N when unlimited), the unused ones -1."""
+    and scores (B, C, N); at most ``cap`` (0 <= cap <= N) boxes per (batch, class).
+    ``pad_out``: None, or the preallocated (rows, 3) int64 output of ``pad=True``
+    (rows >= B*C*cap, sized by the caller with exact integers): the selected rows go
+    first, the rest is -1."""
     cdef int64_t B = boxes.shape[0], N = boxes.shape[1], C = scores.shape[1]
     cdef int64_t isz = sizeof(floating)
-    cdef int64_t limit = max_out if max_out >= 0 else N
-    cdef int64_t cap = min(limit, N)
     cdef int64_t P = B * C
     cdef int64_t[::1] counts = np.zeros(P, dtype=np.int64)
     sel_arr = np.empty((P, max(cap, 1)), dtype=np.int64)
@@ -45,9 +46,9 @@ def nms_select(const floating[:, :, :] boxes, const floating[:, :, :] scores, in
     cdef int64_t total = 0, p, i, r = 0
     for p in range(P):
         total += counts[p]
-    rows = B * C * limit if pad else total
-    out_arr = np.empty((rows, 3), dtype=np.int64)
+    out_arr = np.empty((total, 3), dtype=np.int64) if pad_out is None else pad_out
     cdef int64_t[:, ::1] out = out_arr
+    cdef int64_t rows = out.shape[0]
     with nogil:
         for p in range(P):
             for i in range(counts[p]):

@@ -10,23 +10,24 @@ ctypedef fused index_t:
     int32_t
     int64_t
 
+# every kernel is `except +`: std::bad_alloc (scratch) becomes MemoryError
 cdef extern from "scatter.hpp" namespace "fastops" nogil:
     int64_t c_scatter_elements "fastops::scatter_elements"[T, I](
         const T* data, T* out, int64_t out_size, const I* idx, const T* upd, int64_t O,
         int64_t m, int64_t In, const int64_t* outer_off, const int64_t* inner_off,
         int64_t s_outer, int64_t s_inner, int64_t s_axis, int64_t n_axis, int reduction,
-        int nthreads)
+        int nthreads) except +
     int64_t c_gather_elements "fastops::gather_elements"[T, I](
         const T* data, const I* idx, int64_t O, int64_t m, int64_t In,
         const int64_t* outer_off, const int64_t* inner_off, int64_t s_outer, int64_t s_inner,
-        int64_t s_axis, int64_t n_axis, T* out, int nthreads)
+        int64_t s_axis, int64_t n_axis, T* out, int nthreads) except +
     int64_t c_scatter_nd "fastops::scatter_nd"[T, I](
         const T* data, T* out, int64_t out_size, const I* idx, int64_t N, int k,
         const int64_t* dims, const T* upd, int64_t S, int64_t* rows, int reduction,
-        int nthreads)
+        int nthreads) except +
     int64_t c_gather_nd "fastops::gather_nd"[T, I](
         const T* data, const I* idx, int64_t N, int k, const int64_t* dims,
-        int64_t per_batch, int64_t batch_rows, int64_t S, T* out, int nthreads)
+        int64_t per_batch, int64_t batch_rows, int64_t S, T* out, int nthreads) except +
 
 
 cdef inline size_t _addr(a):

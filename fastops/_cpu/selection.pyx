@@ -6,21 +6,22 @@ from libcpp cimport bool as cbool
 from fastops._cpu import _pool
 from fastops._cpu._types cimport real, uword
 
+# every kernel is `except +`: std::bad_alloc (scratch) becomes MemoryError
 cdef extern from "selection.hpp" namespace "fastops" nogil:
     void c_topk "fastops::topk"[T](const T* x, int64_t outer, int64_t n, int64_t inner,
                                    int64_t s_outer, int64_t s_n, int64_t s_inner, int64_t k,
                                    cbool largest, cbool sorted, T* values, int64_t* indices,
-                                   int nthreads)
+                                   int nthreads) except +
     void c_cumext "fastops::cumext"[T](const T* x, int64_t outer, int64_t n, int64_t inner,
                                        int64_t s_outer, int64_t s_n, int64_t s_inner,
-                                       cbool is_max, T* values, int64_t* indices, int nthreads)
+                                       cbool is_max, T* values, int64_t* indices, int nthreads) except +
     int64_t c_nonzero_count "fastops::nonzero_count"[U](const U* x, int64_t size, U mask,
                                                         int nchunks, int64_t* counts,
-                                                        int nthreads)
+                                                        int nthreads) except +
     void c_nonzero_fill "fastops::nonzero_fill"[U](const U* x, int64_t size, U mask, int ndim,
                                                    const int64_t* shape, int nchunks,
                                                    const int64_t* offsets, int64_t nnz,
-                                                   int64_t* out, int nthreads)
+                                                   int64_t* out, int nthreads) except +
 
 
 def topk(const real[:, :, :] x, int64_t k, bint largest, bint sorted,

@@ -80,8 +80,10 @@ def _suppress(buf, C, order, counts, cls, skip, iou, off, limit, cap_out, sel, o
                  shared_mem=cw * 8 if use_shared else 0)
 
 
-def nms_select(boxes, scores, center, offset, max_out, iou_thr, has_sthr, sthr, pad):
-    """ONNX rows (K, 3); boxes (B, N, 4) and scores (B, C, N) non-empty, one float dtype."""
+def nms_select(boxes, scores, center, offset, cap, iou_thr, has_sthr, sthr, pad_out):
+    """ONNX rows (K, 3); boxes (B, N, 4) and scores (B, C, N) non-empty, one float dtype;
+    at most ``cap`` (<= N) boxes per problem; ``pad_out`` None or the preallocated
+    (rows, 3) output of pad=True (selected rows first, the rest -1)."""
     import cupy
     from fastops._gpu._compile import kernel, launch
     B, N = boxes.shape[:2]
@@ -90,16 +92,15 @@ def nms_select(boxes, scores, center, offset, max_out, iou_thr, has_sthr, sthr, 
     buf = _prepare(boxes, center, offset)
     keys, counts = _keys(scores, has_sthr, sthr)
     order = cupy.argsort(keys, axis=1)          # stable: (score desc, index asc), rest last
-    limit = max_out if max_out >= 0 else N
-    cap_out = min(limit, N)
-    sel = cupy.empty((P, max(cap_out, 1)), dtype=np.int64)
+    sel = cupy.empty((P, max(cap, 1)), dtype=np.int64)
     out_counts = cupy.zeros(P, dtype=np.int64)
-    if cap_out > 0:
-        _suppress(buf, C, order, counts, None, None, iou_thr, offset, cap_out, sel.shape[1],
+    if cap > 0:
+        _suppress(buf, C, order, counts, None, None, iou_thr, offset, cap, sel.shape[1],
                   sel, out_counts)
     offsets = cupy.cumsum(out_counts) - out_counts
-    if pad:
-        out = cupy.full((P * limit, 3), -1, dtype=np.int64)
+    if pad_out is not None:
+        out = pad_out
+        out.fill(-1)
     else:
         out = cupy.empty((int(out_counts.sum()), 3), dtype=np.int64)   # the host sync
     if out.shape[0]:

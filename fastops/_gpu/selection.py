@@ -69,6 +69,6 @@ def nonzero(x, mask, shape):
     if nnz:
         offsets = ends - counts
         kernel("selection", "nonzero_fill", U=word)(
-            (tiles,), (block,), (x, np.int64(x.size), mask, offsets, np.int32(len(shape)),
-                                 cupy.asarray(shape), np.int64(nnz), out))
+            (tiles,), (block,), (x, np.int64(x.size), mask, offsets, ends,
+                                 np.int32(len(shape)), cupy.asarray(shape), np.int64(nnz), out))
     return out

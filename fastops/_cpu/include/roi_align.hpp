@@ -7,8 +7,8 @@
 //
 // Algorithm.  Every bilinear sample of a RoI is separable: its row part depends on
 // (ph, iy) only and its column part on (pw, ix) only.  So the sample table of each RoI,
-// shared by all channels, is stored per axis: PH * grid_h row entries and PW * grid_w
-// column entries (AxisLerp from interp.hpp: two neighbour offsets and two weights),
+// shared by all channels, is stored per axis: up to PH * grid_h row entries and
+// PW * grid_w column entries (AxisLerp from interp.hpp: two neighbour offsets and two weights),
 // and the four corner weights are multiplied out per sample exactly as the peers do
 // (w1 = hy * hx, ...).  A full per-bin table (torchvision's pre_calc) is 4x-30x larger:
 // with this one, every table of every RoI fits in cache together (1000 RoIs at 7x7,
@@ -22,6 +22,16 @@
 // 1 thread CPU time 270 ms -> 100 ms with 4-channel blocks (8 measured no better).
 // Each output element is computed by one fixed sequence of operations, so results do
 // not depend on the thread count or on the chunking.
+//
+// Bounded work.  A sample outside the map ([-1, H] x [-1, W]) contributes exactly 0 to
+// its bin, so only samples inside are stored and visited: along each axis the samples
+// of a bin are monotone in their index, so the inside ones form one run, found by
+// bisection (O(log grid)).  A RoI far larger than the map, or far outside it, then costs
+// what the map costs, not what its area would (adaptive grids grow with the RoI; 1e6
+// coordinates took minutes per channel before).  The average still divides by every
+// sample of the bin; a max bin with an outside sample starts from that sample's value,
+// +0.  (The peers compute an outside sample as weight 0 times element 0 of the plane,
+// so an inf/NaN there makes their bin NaN; here it is exactly 0.)
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -30,6 +40,18 @@
 
 #include "common.hpp"
 #include "interp.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+// Bit-identity with ONNX Runtime, the ONNX reference and the GPU kernel: never contract
+// the sample arithmetic into FMAs, even with -march=native.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#elif defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 namespace fastops {
 
@@ -40,7 +62,7 @@ enum RoiPool : int { kRoiAvg = 0, kRoiMax = 1, kRoiOnnxMax = 2 };
 constexpr int kRoiCB = 4;
 
 // Adaptive grids beyond this per axis mean a RoI far larger than any feature map: the
-// cap only keeps the integer conversion defined.
+// cap only keeps the integer conversion defined (and sample counts within int64).
 constexpr int64_t kRoiGridMax = int64_t(1) << 20;
 
 template <typename T>
@@ -58,6 +80,7 @@ inline int64_t roi_grid(T bin, int64_t sampling_ratio) {
   return g >= static_cast<T>(kRoiGridMax) ? kRoiGridMax : static_cast<int64_t>(g);
 }
 
+// sampling_ratio <= 2^31 - 1 (checked by the public layer): grid_h * grid_w fits int64.
 template <typename T>
 inline RoiGeom<T> roi_geometry(const T* box, T scale, bool aligned, int64_t ph, int64_t pw,
                                int64_t sampling_ratio) {
@@ -81,16 +104,51 @@ inline RoiGeom<T> roi_geometry(const T* box, T scale, bool aligned, int64_t ph, 
   return g;
 }
 
-// Sample (iy, ix) of bin (p_h, p_w): the peers' expression, evaluated in T.
+// Sample i of bin p along one axis: the peers' expression, evaluated in T,
+// start + p * bin + (i + 0.5) * bin / grid.
 template <typename T>
-inline T roi_sample_y(const RoiGeom<T>& g, int64_t p_h, int64_t iy) {
-  return g.start_h + static_cast<T>(p_h) * g.bin_h +
-         (static_cast<T>(iy) + T(0.5)) * g.bin_h / static_cast<T>(g.grid_h);
+inline T roi_sample(T start, T bin, int64_t grid, int64_t p, int64_t i) {
+  return start + static_cast<T>(p) * bin +
+         (static_cast<T>(i) + T(0.5)) * bin / static_cast<T>(grid);
 }
+
+// The samples of bin p (along an axis of length n) that lie inside [-1, n]: the run
+// [first, first + len).  Every operation of roi_sample is monotone in i, so the
+// coordinates are monotone and the inside samples are contiguous; NaN coordinates
+// (a NaN bin makes all of them NaN) are outside.
 template <typename T>
-inline T roi_sample_x(const RoiGeom<T>& g, int64_t p_w, int64_t ix) {
-  return g.start_w + static_cast<T>(p_w) * g.bin_w +
-         (static_cast<T>(ix) + T(0.5)) * g.bin_w / static_cast<T>(g.grid_w);
+inline void roi_inside_run(T start, T bin, int64_t grid, int64_t p, int64_t n,
+                           int64_t& first, int64_t& len) {
+  first = len = 0;
+  if (grid <= 0) return;
+  const T lo = T(-1), hi = static_cast<T>(n);
+  const T c0 = roi_sample(start, bin, grid, p, 0);
+  const T c1 = roi_sample(start, bin, grid, p, grid - 1);
+  if (c0 != c0 || c1 != c1) return;
+  const bool up = !(c1 < c0);
+  // `before(i)` holds for a prefix of the samples, `after(i)` for a suffix
+  auto before = [&](int64_t i) {
+    const T c = roi_sample(start, bin, grid, p, i);
+    return up ? c < lo : c > hi;
+  };
+  auto after = [&](int64_t i) {
+    const T c = roi_sample(start, bin, grid, p, i);
+    return up ? c > hi : c < lo;
+  };
+  int64_t a = 0, b = grid;  // first index with !before
+  while (a < b) {
+    const int64_t m = a + (b - a) / 2;
+    if (before(m)) a = m + 1;
+    else b = m;
+  }
+  first = a;
+  b = grid;  // first index >= first with after
+  while (a < b) {
+    const int64_t m = a + (b - a) / 2;
+    if (after(m)) b = m;
+    else a = m + 1;
+  }
+  len = a - first;
 }
 
 // Fold sample s into a bin's value a (`first`: s is the bin's first sample).
@@ -104,30 +162,45 @@ inline T roi_fold(T a, T s, bool first) {
   return a < s ? s : a;
 }
 
+// One RoI's inside samples along one axis: bin p's entries are
+// tab[beg[p] .. beg[p + 1]) (beg relative to tab), each an AxisLerp with element offsets.
+template <typename T>
+struct RoiAxis {
+  const AxisLerp<T>* tab;
+  const int64_t* beg;
+  int64_t grid;
+  inline int64_t size(int64_t p) const { return beg[p + 1] - beg[p]; }
+  inline bool partial(int64_t p) const { return size(p) < grid; }  // has outside samples
+};
+
 // One RoI, channels c .. c + CB - 1 (planes sC apart), all bins.  The channels share
 // each table entry and its four corner weights; every channel's arithmetic is exactly
 // the single-channel sequence, so results do not depend on CB.  Samples are swept one
-// sample row (iy) at a time across the whole output row; each bin still receives its
-// samples in (iy, ix) order.  acc: CB * PW scratch.
+// sample row at a time across the whole output row; each bin still receives its
+// samples in (iy, ix) order.  acc: CB * PW scratch, started: PW scratch.
 template <typename T, int Mode, int CB>
-inline void roi_channels(const T* plane, int64_t sC, const RoiGeom<T>& g,
-                         const AxisLerp<T>* yt, const AxisLerp<T>* xt, int64_t PH,
-                         int64_t PW, T* o, int64_t o_stride, T* acc) {
-  const int64_t gh = g.grid_h, gw = g.grid_w;
-  for (int64_t p_h = 0; p_h < PH; ++p_h, yt += gh) {
+inline void roi_channels(const T* plane, int64_t sC, const RoiGeom<T>& g, RoiAxis<T> ya_,
+                         RoiAxis<T> xa_, int64_t PH, int64_t PW, T* o, int64_t o_stride,
+                         T* acc, unsigned char* started) {
+  for (int64_t p_h = 0; p_h < PH; ++p_h) {
+    const bool rows_partial = ya_.partial(p_h);
     for (int64_t j = 0; j < CB * PW; ++j) acc[j] = T(0);  // empty bins stay 0
-    for (int64_t iy = 0; iy < gh; ++iy) {
+    // a bin with an outside sample holds that sample's value (+0) before any other
+    for (int64_t p_w = 0; p_w < PW; ++p_w) started[p_w] = rows_partial || xa_.partial(p_w);
+    const AxisLerp<T>* yt = ya_.tab + ya_.beg[p_h];
+    for (int64_t iy = 0; iy < ya_.size(p_h); ++iy) {
       const AxisLerp<T> ya = yt[iy];
       const T* lo = plane + ya.lo;
       const T* hi = plane + ya.hi;
-      const AxisLerp<T>* xs = xt;
-      for (int64_t p_w = 0; p_w < PW; ++p_w, xs += gw) {
+      for (int64_t p_w = 0; p_w < PW; ++p_w) {
+        const AxisLerp<T>* xs = xa_.tab + xa_.beg[p_w];
+        const int64_t nx = xa_.size(p_w);
         T a[CB];
         for (int k = 0; k < CB; ++k) a[k] = acc[k * PW + p_w];
-        for (int64_t ix = 0; ix < gw; ++ix) {
+        bool first = !started[p_w];
+        for (int64_t ix = 0; ix < nx; ++ix) {
           const AxisLerp<T> xa = xs[ix];
           const T w0 = ya.h * xa.h, w1 = ya.h * xa.l, w2 = ya.l * xa.h, w3 = ya.l * xa.l;
-          const bool first = iy == 0 && ix == 0;
           for (int k = 0; k < CB; ++k) {
             const T* l = lo + k * sC;
             const T* h = hi + k * sC;
@@ -144,7 +217,9 @@ inline void roi_channels(const T* plane, int64_t sC, const RoiGeom<T>& g,
             }
             a[k] = roi_fold<T, Mode>(a[k], v, first);
           }
+          first = false;
         }
+        started[p_w] = started[p_w] || nx > 0;
         for (int k = 0; k < CB; ++k) acc[k * PW + p_w] = a[k];
       }
     }
@@ -155,6 +230,48 @@ inline void roi_channels(const T* plane, int64_t sC, const RoiGeom<T>& g,
   }
 }
 
+// Sample tables of every RoI along one axis (rows: PH bins over H; columns: PW over W).
+// beg (K * (P + 1)): per RoI, the P + 1 bin boundaries relative to the RoI's first
+// entry; base (K + 1): first entry of each RoI in tab.  Pass 1 finds every bin's inside
+// run, pass 2 (after one exact-size allocation outside any parallel region) fills it.
+template <typename T>
+struct RoiTables {
+  std::vector<int64_t> first, beg, base;
+  std::vector<AxisLerp<T>> tab;
+
+  template <typename Start, typename Bin, typename Grid>
+  void build(int64_t K, int64_t P, int64_t n, int64_t stride, Start start, Bin bin,
+             Grid grid, int nt) {
+    first.resize(static_cast<size_t>(K * P));
+    beg.resize(static_cast<size_t>(K * (P + 1)));
+    base.assign(static_cast<size_t>(K + 1), 0);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < K; ++r) {
+      int64_t* b = beg.data() + r * (P + 1);
+      b[0] = 0;
+      for (int64_t p = 0; p < P; ++p) {
+        int64_t len;
+        roi_inside_run(start(r), bin(r), grid(r), p, n, first[r * P + p], len);
+        b[p + 1] = b[p] + len;  // <= P * grid <= P * 2^31: no overflow
+      }
+    }
+    for (int64_t r = 0; r < K; ++r) base[r + 1] = size_add(base[r], beg[r * (P + 1) + P]);
+    tab.resize(static_cast<size_t>(base[K]));
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < K; ++r) {
+      AxisLerp<T>* t = tab.data() + base[r];
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t f = first[r * P + p], len = beg[r * (P + 1) + p + 1] - beg[r * (P + 1) + p];
+        for (int64_t i = f; i < f + len; ++i)
+          *t++ = axis_lerp_roi_offsets(roi_sample(start(r), bin(r), grid(r), p, i), n, stride);
+      }
+    }
+  }
+  RoiAxis<T> axis(int64_t r, int64_t P, int64_t grid) const {
+    return RoiAxis<T>{tab.data() + base[r], beg.data() + r * (P + 1), grid};
+  }
+};
+
 template <typename T, int Mode>
 void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sN,
                     int64_t sC, int64_t sH, int64_t sW, const T* boxes, const int64_t* batch,
@@ -162,32 +279,23 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
                     bool aligned, T* out, int nthreads) {
   const int64_t bins = PH * PW;
   // work estimate for the serial threshold (adaptive grids: assume 2x2 samples per bin)
-  const int64_t per_bin = sampling_ratio > 0 ? sampling_ratio * sampling_ratio : 4;
-  const int nt = threads_for(K * C * bins * per_bin * 4, nthreads);
+  const int64_t per_bin = sampling_ratio > 0 ? work_product(sampling_ratio, sampling_ratio) : 4;
+  const int nt = threads_for(work_product(work_product(K * C, bins), work_product(per_bin, 4)),
+                             nthreads);
 
-  // 1. Geometry and the separable sample tables of every RoI: PH * grid_h row entries
-  //    and PW * grid_w column entries (offsets already scaled by the strides).
+  // 1. Geometry of every RoI (read once: the tables below never re-read `boxes`), and
+  //    the separable tables of its inside samples (offsets already scaled by strides).
   std::vector<RoiGeom<T>> geo(static_cast<size_t>(K));
-  std::vector<int64_t> ybeg(static_cast<size_t>(K + 1), 0), xbeg(static_cast<size_t>(K + 1), 0);
-  for (int64_t r = 0; r < K; ++r) {
+  for (int64_t r = 0; r < K; ++r)
     geo[r] = roi_geometry(boxes + 4 * r, scale, aligned, PH, PW, sampling_ratio);
-    ybeg[r + 1] = ybeg[r] + PH * geo[r].grid_h;
-    xbeg[r + 1] = xbeg[r] + PW * geo[r].grid_w;
-  }
-  std::vector<AxisLerp<T>> ytab(static_cast<size_t>(ybeg[K]));
-  std::vector<AxisLerp<T>> xtab(static_cast<size_t>(xbeg[K]));
-#pragma omp parallel for num_threads(threads_for(ybeg[K] + xbeg[K], nt)) schedule(static)
-  for (int64_t r = 0; r < K; ++r) {
-    const RoiGeom<T>& g = geo[r];
-    AxisLerp<T>* yt = ytab.data() + ybeg[r];
-    for (int64_t p_h = 0; p_h < PH; ++p_h)
-      for (int64_t iy = 0; iy < g.grid_h; ++iy)
-        *yt++ = axis_lerp_roi_offsets(roi_sample_y(g, p_h, iy), H, sH);
-    AxisLerp<T>* xt = xtab.data() + xbeg[r];
-    for (int64_t p_w = 0; p_w < PW; ++p_w)
-      for (int64_t ix = 0; ix < g.grid_w; ++ix)
-        *xt++ = axis_lerp_roi_offsets(roi_sample_x(g, p_w, ix), W, sW);
-  }
+  const int tnt = threads_for(work_product(K, PH + PW) * 8, nt);
+  RoiTables<T> ytab, xtab;
+  ytab.build(K, PH, H, sH, [&](int64_t r) { return geo[r].start_h; },
+             [&](int64_t r) { return geo[r].bin_h; }, [&](int64_t r) { return geo[r].grid_h; },
+             tnt);
+  xtab.build(K, PW, W, sW, [&](int64_t r) { return geo[r].start_w; },
+             [&](int64_t r) { return geo[r].bin_w; }, [&](int64_t r) { return geo[r].grid_w; },
+             tnt);
 
   // 2. RoIs grouped by image (counting sort, stable), cut into chunks of at most
   //    `chunk` RoIs that never straddle two images.
@@ -211,10 +319,19 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
 
   // 3. Items (chunk, block of kRoiCB channels): the planes of one block serve every RoI
   //    of the chunk, so they stay in L2 instead of streaming all C planes per RoI.
+  //    Per-thread scratch is allocated here, outside the parallel region.
   const int64_t cblocks = (C + kRoiCB - 1) / kRoiCB;
+  std::vector<T> acc_all(static_cast<size_t>(size_mul(nt, kRoiCB * PW)));
+  std::vector<unsigned char> started_all(static_cast<size_t>(size_mul(nt, PW)));
 #pragma omp parallel num_threads(nt)
   {
-    std::vector<T> acc(static_cast<size_t>(kRoiCB * PW));
+#ifdef _OPENMP
+    const int tid = omp_get_thread_num();
+#else
+    const int tid = 0;
+#endif
+    T* acc = acc_all.data() + tid * kRoiCB * PW;
+    unsigned char* started = started_all.data() + tid * PW;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < nchunks * cblocks; ++item) {
       const int64_t ch = item / cblocks, c0 = (item % cblocks) * kRoiCB;
@@ -222,15 +339,16 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
       for (int64_t i = cbeg[ch]; i < cbeg[ch + 1]; ++i) {
         const int64_t r = order[i];
         const T* plane = x + batch[r] * sN + c0 * sC;
-        const AxisLerp<T>* yt = ytab.data() + ybeg[r];
-        const AxisLerp<T>* xt = xtab.data() + xbeg[r];
+        const RoiAxis<T> ya = ytab.axis(r, PH, geo[r].grid_h);
+        const RoiAxis<T> xa = xtab.axis(r, PW, geo[r].grid_w);
         T* o = out + (r * C + c0) * bins;
         if (nc == kRoiCB) {
-          roi_channels<T, Mode, kRoiCB>(plane, sC, geo[r], yt, xt, PH, PW, o, bins, acc.data());
+          roi_channels<T, Mode, kRoiCB>(plane, sC, geo[r], ya, xa, PH, PW, o, bins, acc,
+                                        started);
         } else {
           for (int64_t k = 0; k < nc; ++k)
-            roi_channels<T, Mode, 1>(plane + k * sC, sC, geo[r], yt, xt, PH, PW, o + k * bins,
-                                     bins, acc.data());
+            roi_channels<T, Mode, 1>(plane + k * sC, sC, geo[r], ya, xa, PH, PW,
+                                     o + k * bins, bins, acc, started);
         }
       }
     }

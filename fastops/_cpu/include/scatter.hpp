@@ -11,7 +11,10 @@
 //   strided data; both are offsets in elements.
 // * ND layout: data viewed as rows of S elements; an index tuple of depth k selects a row.
 // * Index checks come first (a bad index writes nothing; the functions return the
-//   row-major position of the first bad index in `idx`, or -1).
+//   row-major position of the first bad index in `idx`, or -1).  The apply passes
+//   check every index again where they use it: another Python thread may change `idx`
+//   after the check (the GIL is released), and such a race must never read or write out
+//   of bounds (an index gone bad is skipped, or gathers 0; the result is unspecified).
 // * Reductions run in a fixed order, so results never depend on the thread count:
 //   every output element is owned by one thread, which applies its updates in
 //   row-major order of `idx` (duplicates: the last "none" update wins).
@@ -30,7 +33,15 @@
 
 namespace fastops {
 
-enum ScatterReduction { kRedNone = 0, kRedAdd = 1, kRedMul = 2, kRedMax = 3, kRedMin = 4 };
+// max/min follow np.maximum / np.minimum bit for bit, including which of two equal
+// values (+0.0 and -0.0) and which of two NaNs wins.  NumPy's float32/float64 loops (x86)
+// return the second argument on ties (the update, here) and the first NaN; its float16
+// loop returns the first argument on ties.  kRedMaxKeep/kRedMinKeep are that float16 rule
+// (float16 is reduced in float32).  Integers: the two rules agree.
+enum ScatterReduction {
+  kRedNone = 0, kRedAdd = 1, kRedMul = 2, kRedMax = 3, kRedMin = 4, kRedMaxKeep = 5,
+  kRedMinKeep = 6
+};
 
 // Integer add/mul wrap around (NumPy): computed in an unsigned type at least as wide as
 // int, which is defined behaviour (signed overflow is not, and uint16*uint16 promotes to
@@ -52,9 +63,13 @@ inline T reduce_op(T o, T u) {
       return static_cast<T>(static_cast<wrap_t<T>>(o) * static_cast<wrap_t<T>>(u));
     else
       return o * u;
-  } else if constexpr (Red == kRedMax) {  // np.maximum: a NaN on either side wins
+  } else if constexpr (Red == kRedMax) {  // np.maximum (float32/64): first NaN, ties -> u
+    return is_nan(o) ? o : (is_nan(u) ? u : (o > u ? o : u));
+  } else if constexpr (Red == kRedMin) {
+    return is_nan(o) ? o : (is_nan(u) ? u : (o < u ? o : u));
+  } else if constexpr (Red == kRedMaxKeep) {  // np.maximum (float16): ties -> o
     return (o >= u || is_nan(o)) ? o : u;
-  } else {  // np.minimum
+  } else {  // kRedMinKeep
     return (o <= u || is_nan(o)) ? o : u;
   }
 }
@@ -68,6 +83,8 @@ inline void with_reduction(int reduction, F&& f) {
     case kRedMul: f(std::integral_constant<int, kRedMul>{}); break;
     case kRedMax: f(std::integral_constant<int, kRedMax>{}); break;
     case kRedMin: f(std::integral_constant<int, kRedMin>{}); break;
+    case kRedMaxKeep: f(std::integral_constant<int, kRedMaxKeep>{}); break;
+    case kRedMinKeep: f(std::integral_constant<int, kRedMinKeep>{}); break;
     default: f(std::integral_constant<int, kRedNone>{});
   }
 }
@@ -151,15 +168,15 @@ void scatter_elements_apply(T* out, const I* idx, const T* upd, int64_t O, int64
       const T* uj = ur + j * In;
       if (inner_off) {
         for (int64_t i = i0; i < i1; ++i) {
-          int64_t v = static_cast<int64_t>(ij[i]);
-          v += v < 0 ? n_axis : 0;
+          const int64_t v = norm_index(ij[i], n_axis);
+          if (v < 0) continue;  // changed since the check (a race): never write outside
           T* p = base + v * s_axis + inner_off[i];
           *p = reduce_op<T, Red>(*p, uj[i]);
         }
       } else {
         for (int64_t i = i0; i < i1; ++i) {
-          int64_t v = static_cast<int64_t>(ij[i]);
-          v += v < 0 ? n_axis : 0;
+          const int64_t v = norm_index(ij[i], n_axis);
+          if (v < 0) continue;
           T* p = base + v * s_axis + i * s_inner;
           *p = reduce_op<T, Red>(*p, uj[i]);
         }
@@ -205,10 +222,10 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
 
 // ------------------------------------------------------------------- GatherElements
 // Reads may go anywhere (data strided), writes are the contiguous output.  All indices
-// are checked first (a vectorized pass over idx, in parallel); only then the gather runs,
-// without per-element bounds logic, so nothing is ever read out of bounds.  (The same
-// speed as a check fused into the gather, 3.2-3.6 ms hot on 2000x2000 float32 /
-// 500x2000 axis 0 with 2 threads, and simpler.)
+// are checked first (a vectorized pass over idx, in parallel) so that a bad one raises
+// before anything is written; the gather checks each index again where it reads (an
+// index changed by another thread meanwhile gathers 0), so nothing is ever read out of
+// bounds.  The re-check is one predictable branch per element.
 template <typename T, typename I>
 int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64_t In,
                         const int64_t* outer_off, const int64_t* inner_off, int64_t s_outer,
@@ -243,9 +260,8 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
             const I* ir = idx + (o * m + j) * In;
             T* orow = out + (o * m + j) * In;
             for (int64_t i = i0; i < i1; ++i) {
-              int64_t v = static_cast<int64_t>(ir[i]);
-              v += v < 0 ? n_axis : 0;
-              orow[i] = base[v * s_axis + i * s_inner];
+              const int64_t v = norm_index(ir[i], n_axis);
+              orow[i] = v >= 0 ? base[v * s_axis + i * s_inner] : T(0);
             }
           }
         }
@@ -256,9 +272,8 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
           const I* ir = idx + r * In;
           T* orow = out + r * In;
           for (int64_t i = 0; i < In; ++i) {
-            int64_t v = static_cast<int64_t>(ir[i]);
-            v += v < 0 ? n_axis : 0;
-            orow[i] = base[v * s_axis + inner_off[i]];
+            const int64_t v = norm_index(ir[i], n_axis);
+            orow[i] = v >= 0 ? base[v * s_axis + inner_off[i]] : T(0);
           }
         }
       }

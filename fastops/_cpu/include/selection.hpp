@@ -174,20 +174,24 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
       const int64_t len = (n + chunks - 1) / chunks;
       std::vector<Entry<T>> cand(static_cast<size_t>(chunks) * k);
       std::vector<int64_t> got(chunks, 0);
+      OmpErrors errs;  // the partition scratch is allocated inside the region
 #pragma omp parallel num_threads(chunks)
       {
         std::vector<Entry<T>> scratch;
 #pragma omp for schedule(static)
         for (int c = 0; c < chunks; ++c) {
-          int64_t b = c * len, e = std::min(n, b + len);
-          int64_t m = e - b, kk = std::min(k, m);
-          if (m > 0) {
-            StridedRow<T> get{row + b * s_n, s_n, b};
-            select_k<T, Largest>(get, m, kk, false, cand.data() + c * k, scratch);
-          }
-          got[c] = m > 0 ? kk : 0;
+          errs.run([&] {
+            int64_t b = c * len, e = std::min(n, b + len);
+            int64_t m = e - b, kk = std::min(k, m);
+            if (m > 0) {
+              StridedRow<T> get{row + b * s_n, s_n, b};
+              select_k<T, Largest>(get, m, kk, false, cand.data() + c * k, scratch);
+            }
+            got[c] = m > 0 ? kk : 0;
+          });
         }
       }
+      errs.rethrow();
       int64_t total = 0;
       for (int c = 0; c < chunks; ++c) {  // compact candidates in chunk order
         std::memmove(cand.data() + total, cand.data() + c * k, sizeof(Entry<T>) * got[c]);
@@ -199,17 +203,22 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
     }
     return;
   }
-  const int nt = threads_for(rows * n, nthreads);
+  const int nt = threads_for(work_product(rows, n), nthreads);
+  OmpErrors errs;  // per-thread heaps and partition scratch are allocated inside the region
 #pragma omp parallel num_threads(nt)
   {
-    std::vector<Entry<T>> best(k), scratch;
+    std::vector<Entry<T>> best, scratch;
+    errs.run([&] { best.resize(k); });
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      const T* row = x + (r / inner) * s_outer + (r % inner) * s_inner;
-      select_k<T, Largest>(StridedRow<T>{row, s_n, 0}, n, k, sorted, best.data(), scratch);
-      emit(r, best.data());
+      errs.run([&] {
+        const T* row = x + (r / inner) * s_outer + (r % inner) * s_inner;
+        select_k<T, Largest>(StridedRow<T>{row, s_n, 0}, n, k, sorted, best.data(), scratch);
+        emit(r, best.data());
+      });
     }
   }
+  errs.rethrow();
 }
 
 template <typename T>
@@ -237,7 +246,7 @@ inline bool cum_take(T x, T cur) {
 template <typename T, bool Max>
 void cumext_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_outer,
                  int64_t s_n, int64_t s_inner, T* values, int64_t* indices, int nthreads) {
-  const int nt = threads_for(outer * n * inner, nthreads);
+  const int nt = threads_for(work_product(outer * inner, n), nthreads);
   if (inner == 1) {
     // Scan along rows, rows in parallel.  The branch is kept on purpose: the running
     // value changes rarely on typical data, so a predicted branch breaks the serial
@@ -308,7 +317,10 @@ void cumext(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_outer
 // (word & mask) != 0 (mask drops the sign bit of floats so -0.0 counts as zero).
 // Pass 1 counts per chunk, a prefix sum gives each chunk its output range, pass 2
 // fills it; each chunk writes only inside its own range, so threads never race and
-// the result does not depend on the thread count.
+// the result does not depend on the thread count.  The input may change between the
+// passes (another Python thread writes it while the GIL is released): the fill then
+// stops at its range's end, and a range left short is filled with zeros, so the output
+// is never overrun nor left uninitialized (the result of such a race is unspecified).
 template <typename U>
 int64_t nonzero_count(const U* x, int64_t size, U mask, int nchunks, int64_t* counts,
                       int nthreads) {
@@ -371,10 +383,12 @@ void nonzero_fill(const U* x, int64_t size, U mask, int ndim, const int64_t* sha
   for (int c = 0; c < nchunks; ++c) {
     const int64_t b = c * len, e = std::min(size, b + len);
     int64_t k = offsets[c];
-    if (k == ((c + 1 < nchunks) ? offsets[c + 1] : nnz)) continue;
+    const int64_t k_end = (c + 1 < nchunks) ? offsets[c + 1] : nnz;
+    if (k == k_end) continue;
     int64_t coord[64];               // NumPy allows at most 64 dimensions
     int64_t row_start = -1, row_end = -1;
     auto emit = [&](int64_t pos) {
+      if (k == k_end) return;        // more nonzeros than counted: the input changed
       if (pos >= row_end) {          // entered a new row: its leading coordinates
         int64_t r = pos / last;
         row_start = r * last;
@@ -401,6 +415,8 @@ void nonzero_fill(const U* x, int64_t size, U mask, int ndim, const int64_t* sha
     }
     for (; pos < e; ++pos)
       if ((x[pos] & mask) != 0) emit(pos);
+    for (; k < k_end; ++k)           // fewer nonzeros than counted: the input changed
+      for (int d = 0; d < ndim; ++d) out[d * nnz + k] = 0;
   }
 }
 

@@ -45,6 +45,43 @@ __device__ __forceinline__ i64 roi_grid(T bin, i64 sampling_ratio) {
   return g >= (double)ROI_GRID_MAX ? ROI_GRID_MAX : (i64)g;
 }
 
+// Sample i of bin p along an axis: start + p * bin + (i + 0.5) * bin / grid (the CPU's
+// roi_sample, same operations).
+__device__ __forceinline__ T roi_sample(T start, T bin, i64 grid, i64 p, i64 i) {
+  return add_rn(add_rn(start, mul_rn((T)p, bin)),
+                div_rn(mul_rn(add_rn((T)i, (T)0.5), bin), (T)grid));
+}
+
+// The run [first, first + len) of bin p's samples inside [-1, n] (roi_align.hpp's
+// roi_inside_run): coordinates are monotone in i, so bisection finds it and a RoI far
+// larger than the map costs O(log grid) per bin instead of its area.
+__device__ __forceinline__ void roi_inside_run(T start, T bin, i64 grid, i64 p, i64 n,
+                                               i64* first, i64* len) {
+  *first = *len = 0;
+  if (grid <= 0) return;
+  const T lo = (T)-1, hi = (T)n;
+  const T c0 = roi_sample(start, bin, grid, p, 0);
+  const T c1 = roi_sample(start, bin, grid, p, grid - 1);
+  if (c0 != c0 || c1 != c1) return;
+  const bool up = !(c1 < c0);
+  i64 a = 0, b = grid;  // first index not before the inside run
+  while (a < b) {
+    const i64 m = a + (b - a) / 2;
+    const T c = roi_sample(start, bin, grid, p, m);
+    if (up ? c < lo : c > hi) a = m + 1;
+    else b = m;
+  }
+  *first = a;
+  b = grid;  // first index after the inside run
+  while (a < b) {
+    const i64 m = a + (b - a) / 2;
+    const T c = roi_sample(start, bin, grid, p, m);
+    if (up ? c > hi : c < lo) b = m;
+    else a = m + 1;
+  }
+  *len = a - *first;
+}
+
 // mode: 0 avg, 1 max of interpolated samples (NaN propagates), 2 onnx_max.
 extern "C" __global__ void roi_align_fwd(const T* x, i64 C, i64 H, i64 W, i64 sN, i64 sC,
                                          i64 sH, i64 sW, const T* boxes, const i64* batch,
@@ -78,24 +115,24 @@ extern "C" __global__ void roi_align_fwd(const T* x, i64 C, i64 H, i64 W, i64 sN
     const i64 gw = roi_grid(bin_w, sampling_ratio);
     const i64 n = gh * gw;
     const T count = (T)(n > 1 ? n : 1);
+    i64 fy, ny, fx, nx;
+    roi_inside_run(start_h, bin_h, gh, p_h, H, &fy, &ny);
+    roi_inside_run(start_w, bin_w, gw, p_w, W, &fx, &nx);
 
     const T* plane = x + batch[r] * sN + c * sC;
-    const T base_h = add_rn(start_h, mul_rn((T)p_h, bin_h));
-    const T base_w = add_rn(start_w, mul_rn((T)p_w, bin_w));
     T acc = (T)0;
-    for (i64 iy = 0; iy < gh; ++iy) {
-      const T yy = add_rn(base_h, div_rn(mul_rn(add_rn((T)iy, (T)0.5), bin_h), (T)gh));
-      const AxisLerpT ya = axis_lerp_roi(yy, H, sH);
+    // a bin with an outside sample holds that sample's value (+0) before any other
+    bool first = ny == gh && nx == gw;
+    for (i64 iy = fy; iy < fy + ny; ++iy) {
+      const AxisLerpT ya = axis_lerp_roi(roi_sample(start_h, bin_h, gh, p_h, iy), H, sH);
       const T* lo = plane + ya.lo;
       const T* hi = plane + ya.hi;
-      for (i64 ix = 0; ix < gw; ++ix) {
-        const T xx = add_rn(base_w, div_rn(mul_rn(add_rn((T)ix, (T)0.5), bin_w), (T)gw));
-        const AxisLerpT xa = axis_lerp_roi(xx, W, sW);
+      for (i64 ix = fx; ix < fx + nx; ++ix) {
+        const AxisLerpT xa = axis_lerp_roi(roi_sample(start_w, bin_w, gw, p_w, ix), W, sW);
         const T t0 = mul_rn(mul_rn(ya.h, xa.h), lo[xa.lo]);
         const T t1 = mul_rn(mul_rn(ya.h, xa.l), lo[xa.hi]);
         const T t2 = mul_rn(mul_rn(ya.l, xa.h), hi[xa.lo]);
         const T t3 = mul_rn(mul_rn(ya.l, xa.l), hi[xa.hi]);
-        const bool first = iy == 0 && ix == 0;
         if (mode == 2) {
           T v = t0;
           if (v < t1) v = t1;
@@ -107,6 +144,7 @@ extern "C" __global__ void roi_align_fwd(const T* x, i64 C, i64 H, i64 W, i64 sN
           if (mode == 0) acc = add_rn(acc, v);
           else acc = (first || v > acc || v != v) ? v : acc;
         }
+        first = false;
       }
     }
     out[idx] = mode == 0 ? div_rn(acc, count) : acc;

@@ -49,8 +49,12 @@ __device__ __forceinline__ T combine(T o, T u, int red) {
     return (T)((WIDE)o * (WIDE)u);
 #endif
   }
-  if (red == 3) return (o >= u || is_nan(o)) ? o : u;
-  if (red == 4) return (o <= u || is_nan(o)) ? o : u;
+  // max/min: np.maximum / np.minimum (include/scatter.hpp): 3/4 ties -> u (float32/64,
+  // integers), 5/6 ties -> o (NumPy's float16 rule); the first NaN wins
+  if (red == 3) return is_nan(o) ? o : (is_nan(u) ? u : (o > u ? o : u));
+  if (red == 4) return is_nan(o) ? o : (is_nan(u) ? u : (o < u ? o : u));
+  if (red == 5) return (o >= u || is_nan(o)) ? o : u;
+  if (red == 6) return (o <= u || is_nan(o)) ? o : u;
   return u;
 }
 
@@ -69,7 +73,9 @@ __device__ __forceinline__ void atomic_combine(T* addr, T u, int red) {
     atomicAdd(addr, u);
     return;
   }
-#else
+#else  // integers: 5/6 equal 3/4
+  if (red == 5) red = 3;
+  if (red == 6) red = 4;
   if constexpr (sizeof(T) == 4) {
     if (red == 1) { atomicAdd((unsigned int*)addr, (unsigned int)u); return; }
 #if KIND == 1
@@ -148,8 +154,10 @@ __device__ void scatter_elements_t(T* out, const Idx* idx, const T* upd, i64 cou
                                    i64 In, const i64* outer_off, const i64* inner_off,
                                    i64 s_outer, i64 s_inner, i64 s_axis, i64 n_axis, int red) {
   for (i64 p = grid_start(); p < count; p += grid_step()) {
-    i64 v = (i64)idx[p];
-    v += v < 0 ? n_axis : 0;  // checked before this launch
+    // checked before this launch, and again here: another stream (or host thread) may
+    // have changed idx since, and that must never write out of bounds
+    const i64 v = norm_index(idx[p], n_axis);
+    if (v < 0) continue;
     atomic_combine(out + elem_offset(p, v, m, In, outer_off, inner_off, s_outer, s_inner, s_axis),
                    upd[p], red);
   }
@@ -193,6 +201,7 @@ extern "C" __global__ void scatter_nd_apply(T* out, const T* upd, const i64* row
   const i64 count = N * S;
   for (i64 p = grid_start(); p < count; p += grid_step()) {
     const i64 n = p / S, s = p - n * S;
+    if (rows[n] < 0) continue;  // rows is private scratch; a bad tuple was reported
     atomic_combine(out + rows[n] * S + s, upd[p], red);
   }
 }
@@ -203,7 +212,7 @@ extern "C" __global__ void gather_nd_apply(const T* data, const i64* rows, i64 N
   const i64 count = N * S;
   for (i64 p = grid_start(); p < count; p += grid_step()) {
     const i64 n = p / S, s = p - n * S;
-    out[p] = data[((n / per_batch) * batch_rows + rows[n]) * S + s];
+    out[p] = rows[n] < 0 ? (T)0 : data[((n / per_batch) * batch_rows + rows[n]) * S + s];
   }
 }
 

@@ -94,8 +94,10 @@ extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64
         KEY key = rank_key(row[i * s_n], largest);
         if (key > kth) {
           i64 slot = (i64)atomicAdd(&s_greater, 1ull);
-          rk[slot] = key;
-          ri[slot] = i;
+          if (slot < n_greater) {  // more only if x changed since the select passes
+            rk[slot] = key;
+            ri[slot] = i;
+          }
         }
         is_eq = key == kth;
       }
@@ -136,7 +138,8 @@ extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64
     T* vo = values + o * k * inner + j;
     i64* io = indices + o * k * inner + j;
     for (i64 t = tid; t < k; t += bd) {
-      const i64 idx = ri[t];
+      // a slot left unfilled (x changed during the passes) holds scratch: never read with it
+      const i64 idx = (u64)ri[t] < (u64)n ? ri[t] : 0;
       vo[t * inner] = row[idx * s_n];
       io[t * inner] = idx;
     }
@@ -245,8 +248,11 @@ extern "C" __global__ void nonzero_count(const U* x, i64 size, U mask, i64* coun
 
 // offsets[b]: first output column of tile b.  Each thread owns NZ_ITEMS consecutive
 // words so that a block-wide scan of per-thread counts keeps row-major order.
+// `ends[b]` closes tile b's range: a tile whose words changed since the count (another
+// stream or host thread) never writes past it; a range left short is zero-filled.
 extern "C" __global__ void nonzero_fill(const U* x, i64 size, U mask, const i64* offsets,
-                                        int ndim, const i64* shape, i64 nnz, i64* out) {
+                                        const i64* ends, int ndim, const i64* shape, i64 nnz,
+                                        i64* out) {
   __shared__ i64 buf[1024];
   const i64 tile = (i64)blockDim.x * NZ_ITEMS;
   const i64 first = (i64)blockIdx.x * tile + (i64)threadIdx.x * NZ_ITEMS;
@@ -255,8 +261,12 @@ extern "C" __global__ void nonzero_fill(const U* x, i64 size, U mask, const i64*
     const i64 i = first + t;
     if (i < size) c += (x[i] & mask) != 0;
   }
-  i64 pos = offsets[blockIdx.x] + block_inclusive_scan<i64>(c, buf) - c;
-  for (int t = 0; t < NZ_ITEMS; ++t) {
+  const i64 incl = block_inclusive_scan<i64>(c, buf);
+  const i64 end = ends[blockIdx.x];
+  i64 pos = offsets[blockIdx.x] + incl - c;
+  // this thread's slots; the last thread also owns the tile's uncounted tail
+  const i64 stop = threadIdx.x == blockDim.x - 1 ? end : min(pos + c, end);
+  for (int t = 0; t < NZ_ITEMS && pos < stop; ++t) {
     const i64 i = first + t;
     if (i < size && (x[i] & mask) != 0) {
       i64 rem = i;
@@ -267,5 +277,7 @@ extern "C" __global__ void nonzero_fill(const U* x, i64 size, U mask, const i64*
       ++pos;
     }
   }
+  for (; pos < stop; ++pos)
+    for (int d = 0; d < ndim; ++d) out[(i64)d * nnz + pos] = 0;
 }
 #endif  // U
