@@ -3,6 +3,8 @@
 Flags: -O3 -fopenmp always. -march=native only when FASTOPS_MARCH_NATIVE=1, so a wheel
 built here runs on any x86-64 machine.  FASTOPS_EXTENSIONS=selection,scatter limits an
 in-place development build (``python setup.py build_ext --inplace``) to those families.
+FASTOPS_SANITIZE=1 builds with AddressSanitizer and UBSan (scripts/sanitize.sh).
+Every extension depends on every header, so editing a .hpp rebuilds without --force.
 """
 import glob
 import os
@@ -19,6 +21,11 @@ if os.environ.get("FASTOPS_MARCH_NATIVE") == "1":
 if sys.platform == "darwin":  # Apple clang has no -fopenmp; libomp via -Xpreprocessor
     compile_args = ["-O3", "-Xpreprocessor", "-fopenmp", "-std=c++17"]
     link_args = ["-lomp"]
+if os.environ.get("FASTOPS_SANITIZE") == "1":  # scripts/sanitize.sh: ASan + UBSan build
+    sanitize = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+                "-fno-sanitize-recover=undefined"]
+    compile_args = [a for a in compile_args if a != "-O3"] + ["-O1", "-g"] + sanitize
+    link_args = link_args + sanitize
 
 extensions = [
     Extension(
@@ -27,6 +34,8 @@ extensions = [
         include_dirs=[np.get_include(), "fastops/_cpu/include"],
         language="c++",
         extra_compile_args=compile_args,
+        # a header edit rebuilds every extension (setuptools cannot see #include)
+        depends=sorted(glob.glob("fastops/_cpu/include/*.hpp") + glob.glob("fastops/_cpu/*.pxd")),
         extra_link_args=link_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )

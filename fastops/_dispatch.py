@@ -61,19 +61,21 @@ class Backend:
         pkg = "fastops._cpu." if self.name == "cpu" else "fastops._gpu."
         return importlib.import_module(pkg + family)
 
-    def empty(self, shape, dtype):
+    def empty(self, shape, dtype, sized_by=None):
         """An uninitialized output array; large host outputs reuse pooled blocks
         (fastops/_cpu/_pool.pyx), device outputs come from CuPy's memory pool.
 
         The size is computed with exact integers first: an output that cannot exist, or
-        that the allocator refuses, raises MemoryError naming the op and the shape."""
+        that the allocator refuses, raises MemoryError naming the op, the shape and
+        ``sized_by`` (the arguments that set the size, e.g. "output_size=(7, 7)")."""
         shape = tuple(int(s) for s in shape)
         dtype = np.dtype(dtype)
         nbytes = dtype.itemsize
         for s in shape:
             nbytes *= s
+        why = f" (set by {sized_by})" if sized_by else ""
         if nbytes > sys.maxsize:
-            raise MemoryError(f"{self.op}: an output of shape {shape} and dtype {dtype} "
+            raise MemoryError(f"{self.op}: an output of shape {shape} and dtype {dtype}{why} "
                               f"would need {nbytes} bytes, more than any process can address")
         try:
             if self.name == "cpu":
@@ -82,7 +84,7 @@ class Backend:
             return self.xp.empty(shape, dtype=dtype)
         except MemoryError as exc:
             raise MemoryError(f"{self.op}: cannot allocate an output of shape {shape} and "
-                              f"dtype {dtype} ({nbytes} bytes): {exc}") from None
+                              f"dtype {dtype}{why} ({nbytes} bytes): {exc}") from None
 
     def element_view(self, a, dtype=None):
         """``a`` in ``dtype`` (no copy when it already is), copied to C order only when a
@@ -195,8 +197,9 @@ def _to_numpy(op, name, a):
 
     ndarray subclasses are viewed as ndarray (np.matrix would otherwise change shape
     under indexing); masked arrays are refused, since the kernels cannot honour a mask.
-    Non-native byte order ('>f4' on x86) is converted once here, so every kernel and
-    every dtype test downstream sees native types."""
+    Non-native byte order ('>f4' on x86) and misaligned data (a field of a packed
+    record, a buffer at an odd offset) are converted once here, so every kernel and
+    every dtype test downstream sees native, aligned types."""
     if not isinstance(a, np.ndarray):
         if _dlpack_device(a) is not None:
             a = _from_dlpack(op, name, a, np.from_dlpack)
@@ -211,6 +214,8 @@ def _to_numpy(op, name, a):
             raise TypeError(f"{op}: argument {name!r} is a masked array; fastops cannot honour "
                             f"a mask: pass a.filled(value) or a.data")
         a = a.view(np.ndarray)
-    if not a.dtype.isnative:
-        a = a.astype(a.dtype.newbyteorder("="))
+    if not a.dtype.isnative or not a.flags.aligned:
+        # one converted copy: native byte order, and every element at an address and
+        # stride aligned for its type (a misaligned load is undefined behaviour in C++)
+        a = a.astype(a.dtype.newbyteorder("="), order="K")
     return a

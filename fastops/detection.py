@@ -138,11 +138,8 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
     limit = N if max_out is None else max_out
     pad_out = None
     if pad:
-        try:
-            pad_out = be.empty((B * C * limit, 3), np.int64)
-        except MemoryError as exc:
-            raise MemoryError(f"{exc} (pad=True with max_output_boxes_per_class="
-                              f"{max_output_boxes_per_class!r}: B*C*max rows)") from None
+        pad_out = be.empty((B * C * limit, 3), np.int64, sized_by="pad=True and "
+                           f"max_output_boxes_per_class={max_output_boxes_per_class!r}")
     if B * C * N == 0:
         out = pad_out if pad else be.empty((0, 3), np.int64)
         out.fill(-1)
@@ -478,7 +475,7 @@ def roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=0, mode="a
     aligned = _validate.flag(op, "aligned", aligned)
 
     N, C, H, W = x.shape
-    out = be.empty((K, C, oh, ow), x.dtype)
+    out = be.empty((K, C, oh, ow), x.dtype, sized_by=f"output_size={output_size!r}")
     ct = np.float32 if x.dtype == np.float16 else x.dtype
     # The kernel reads each box once and survives any value; the batch indices it trusts,
     # so they are copied first and the copy is what gets checked and used (another

@@ -134,19 +134,21 @@ def nonzero(x):
     """Indices of the nonzero elements, ONNX NonZero layout: int64 ``(x.ndim, nnz)``.
 
     Equal to ``np.array(np.nonzero(x))`` in row-major order.  A 0-d input is treated as
-    shape (1,) (ONNX opset >= 13 reference; NumPy 2 refuses 0-d nonzero).  Any dtype:
-    bool, integers, floats (-0.0 is zero, NaN is nonzero), complex.
+    shape (1,) (ONNX opset >= 13 reference; NumPy 2 refuses 0-d nonzero).  Any numeric
+    dtype: bool, integers, floats of any width (-0.0 is zero, NaN is nonzero), complex,
+    in either byte order.  Other dtypes (strings, objects, datetimes) raise TypeError.
     """
     op = "nonzero"
     be, (x,) = _dispatch.prepare(op, x=x)
     xp = be.xp
     if x.ndim == 0:
         x = x.reshape(1)
-    if x.dtype.kind == "c":   # complex: nonzero when either part is
-        x = x != 0
-    elif x.dtype.kind not in "biuf":
+    kind = x.dtype.kind
+    if kind not in "biufc":
         raise TypeError(f"{op}: x has dtype {x.dtype}; expected a bool, integer, float or "
                         f"complex dtype")
+    if kind == "c" or x.dtype.itemsize not in _WORD:   # complex, longdouble: via x != 0
+        x = x != 0
     if x.size == 0:
         return be.wrap(xp.empty((x.ndim, 0), dtype=np.int64))
     word = _WORD[x.dtype.itemsize]

@@ -288,6 +288,50 @@ def test_scatter_semantics(cp):
     same(d.get(), np.arange(6, dtype=np.float32))
 
 
+def test_scatter_max_min_ties_and_nan_payloads_bitwise(cp):
+    """Duplicate +0.0/-0.0 ties and NaN payloads resolve in row-major order on the GPU as
+    on the CPU (np.maximum.at / np.minimum.at), bit for bit: arrival order of atomics
+    must not show."""
+    rng = np.random.default_rng(21)
+    for dtype, u, payloads in ((np.float16, np.uint16, [0x7E00, 0x7E01, 0xFE02]),
+                               (np.float32, np.uint32, [0x7FC00000, 0x7FC00001, 0xFFC00002]),
+                               (np.float64, np.uint64, [0x7FF8000000000000,
+                                                        0x7FF8000000000001,
+                                                        0xFFF8000000000002])):
+        vals = np.array([0.0, -0.0, 1.0, -1.0], dtype)
+        nans = np.array(payloads, u).view(dtype)
+        for trial in range(6):
+            data = rng.choice(np.concatenate([vals, nans[:1]]), 8).astype(dtype)
+            idx = rng.integers(0, 8, 48)
+            pool = np.concatenate([vals, nans]) if trial % 2 else vals
+            upd = rng.choice(pool, 48).astype(dtype)
+            for red in ("max", "min"):
+                want = fastops.scatter_elements(data, idx, upd, reduction=red)
+                got = host(fastops.scatter_elements(cp.asarray(data), cp.asarray(idx),
+                                                    cp.asarray(upd), reduction=red))
+                assert got.view(u).tolist() == want.view(u).tolist(), (dtype, red, trial)
+                want = fastops.scatter_nd(data, idx[:, None], upd, reduction=red)
+                got = host(fastops.scatter_nd(cp.asarray(data), cp.asarray(idx[:, None]),
+                                              cp.asarray(upd), reduction=red))
+                assert got.view(u).tolist() == want.view(u).tolist(), (dtype, red, trial)
+
+
+def test_roi_align_rois_far_outside_or_huge(cp):
+    """Only samples inside the map are visited (bisection per bin): same bits as the CPU
+    for RoIs far outside, far larger than, and partly over the map."""
+    rng = _rng(16)
+    x = rng.standard_normal((1, 2, 9, 11)).astype(np.float32)
+    rois = np.array([[0, 3e4, 3e4, 6e4, 6e4], [0, -1e6, -1e6, 1e6, 1e6],
+                     [0, -5e5, 2, 5e5, 9], [0, -3, -2, 4, 5], [0, 8, 7, -30, -40]], np.float32)
+    for mode in ("avg", "max", "onnx_max"):
+        for sr in (0, 3):
+            for aligned in (True, False):
+                args = ((3, 2), 0.5, sr, mode, aligned)
+                got = host(fastops.roi_align(cp.asarray(x), cp.asarray(rois), *args))
+                want = fastops.roi_align(x, rois, *args)
+                assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+
+
 # ------------------------------------------------------------------ harness self-checks
 def test_harness_rejects_bad_launches(cp):
     from fastops._gpu._compile import kernel

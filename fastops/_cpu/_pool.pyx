@@ -26,7 +26,22 @@ cdef extern from "sys/mman.h" nogil:
 cdef Py_ssize_t ALIGN = 2 * 1024 * 1024
 MIN_BYTES = 1024 * 1024
 
-cdef Py_ssize_t _cap = int(os.environ.get("FASTOPS_POOL_BYTES", 512 * 1024 * 1024))
+def _cap_from_env():
+    raw = os.environ.get("FASTOPS_POOL_BYTES")
+    if raw is None:
+        return 512 * 1024 * 1024
+    try:
+        cap = int(raw)
+    except ValueError:
+        cap = -1
+    if cap < 0:
+        raise ValueError(f"FASTOPS_POOL_BYTES={raw!r} is not a number of bytes: expected a "
+                         f"non-negative integer (the idle memory fastops keeps for reuse; "
+                         f"0 turns the pool off)")
+    return min(cap, 1 << 62)
+
+
+cdef Py_ssize_t _cap = _cap_from_env()
 cdef Py_ssize_t _idle_bytes = 0
 cdef list _idle = []          # [(size, address)], oldest first
 

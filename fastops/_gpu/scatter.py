@@ -41,8 +41,34 @@ def _bad_slot():
     return cupy.full(1, _NO_BAD, dtype=np.uint64)
 
 
+def _ordered_minmax(out, upd, targets, reduction, d):
+    """Float max/min with duplicates resolved as the CPU does (row-major order): see
+    "float max/min in row-major order" in kernels/scatter.cu.  Scratch: 3 words per
+    output element."""
+    import cupy
+    from fastops._gpu._compile import kernel, launch
+    n, count = out.size, upd.size
+    best = cupy.empty(n, dtype=np.uint64)
+    first = cupy.empty(n, dtype=np.int64)
+    last = cupy.empty(n, dtype=np.int64)
+    red = np.int32(reduction)
+    flat = out.reshape(-1)
+    launch(kernel("scatter", "minmax_init", **d), n, (flat, np.int64(n), red, best, first, last))
+    launch(kernel("scatter", "minmax_best", **d), count,
+           (targets, upd, np.int64(count), red, best))
+    launch(kernel("scatter", "minmax_pos", **d), count,
+           (targets, upd, np.int64(count), red, best, first, last))
+    launch(kernel("scatter", "minmax_finish", **d), n,
+           (flat, np.int64(n), upd, red, best, first, last))
+
+
+def _is_float_minmax(dtype, reduction):
+    return np.dtype(dtype).kind == "f" and reduction >= 3
+
+
 def scatter_elements(data, out, idx, upd, O, m, In, outer_off, inner_off, s_outer, s_inner,
                      s_axis, n_axis, reduction):
+    import cupy
     from fastops._gpu._compile import kernel, launch
     d = _defines(out.dtype.name)
     sfx = _suffix(idx)
@@ -55,10 +81,16 @@ def scatter_elements(data, out, idx, upd, O, m, In, outer_off, inner_off, s_oute
         return first
     if data is not None:
         out[...] = data
+    layout = (np.int64(m), np.int64(In), _ptr(outer_off), _ptr(inner_off), np.int64(s_outer),
+              np.int64(s_inner), np.int64(s_axis), np.int64(n_axis))
+    if _is_float_minmax(out.dtype, reduction):
+        targets = cupy.empty(count, dtype=np.int64)
+        launch(kernel("scatter", "elements_targets" + sfx, **d), count,
+               (idx, np.int64(count)) + layout + (targets,))
+        _ordered_minmax(out, upd, targets, reduction, d)
+        return -1
     launch(kernel("scatter", "scatter_elements" + sfx, **d), count,
-           (out, idx, upd, np.int64(count), np.int64(m), np.int64(In), _ptr(outer_off),
-            _ptr(inner_off), np.int64(s_outer), np.int64(s_inner), np.int64(s_axis),
-            np.int64(n_axis), np.int32(reduction)))
+           (out, idx, upd, np.int64(count)) + layout + (np.int32(reduction),))
     return -1
 
 
@@ -92,7 +124,13 @@ def scatter_nd(data, out, idx, N, k, dims, upd, S, reduction):
         return first
     if data is not None:
         out[...] = data.reshape(out.shape)
-    if N * S:
+    if N * S and _is_float_minmax(out.dtype, reduction):
+        import cupy
+        targets = cupy.empty(N * S, dtype=np.int64)
+        launch(kernel("scatter", "nd_targets", **d), N * S,
+               (rows, np.int64(N), np.int64(S), targets))
+        _ordered_minmax(out, upd, targets, reduction, d)
+    elif N * S:
         launch(kernel("scatter", "scatter_nd_apply", **d), N * S,
                (out, upd, rows, np.int64(N), np.int64(S), np.int32(reduction)))
     return -1

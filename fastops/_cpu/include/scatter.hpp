@@ -391,6 +391,7 @@ int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* 
         if (mine == kNoBad) mine = n * k + d;
         continue;
       }
+      if (S == 0) continue;  // empty rows: data may be NULL (memcpy needs a pointer)
       const T* src = data + ((n / per_batch) * batch_rows + r) * S;
       if (S == 1)
         out[n] = *src;

@@ -216,6 +216,79 @@ extern "C" __global__ void gather_nd_apply(const T* data, const i64* rows, i64 N
   }
 }
 
+// ------------------------------------------- float max/min in row-major order (red 3-6)
+// Atomics apply duplicates in arrival order, and for floats max/min that order shows:
+// +0.0 vs -0.0 ties and NaN payloads.  The CPU applies np.maximum/np.minimum in
+// row-major order of the updates (include/scatter.hpp), which has a closed form: the
+// result is the largest value by rank (NaN above all, +-0 equal); among ties the last
+// update (red 3/4: NumPy's float32/64 rule) or the first value, the data counting as
+// first (red 5/6: NumPy's float16 rule; and for NaN under every rule).  So: each
+// update's target (targets[p], -1 to skip), atomicMax of the rank key per element, then
+// atomicMax/atomicMin of the positions that tie with it, then one pass writes the winner.
+#if KIND == 2
+__device__ __forceinline__ u64 rank_key(T v, int red) {
+  if (is_nan(v)) return ~0ull;
+  u64 k = (u64)float_order_key(v);  // -0.0 and +0.0 share a key
+  const bool is_min = red == 4 || red == 6;
+  if (is_min) k = sizeof(T) == 4 ? (u64)(~(u32)k) : ~k;  // never ~0: that is NaN's
+  return k;
+}
+__device__ __forceinline__ bool first_wins(u64 best, int red) { return best == ~0ull || red >= 5; }
+
+extern "C" __global__ void minmax_init(const T* out, i64 n, int red, u64* best, i64* first,
+                                       i64* last) {
+  for (i64 e = grid_start(); e < n; e += grid_step()) {
+    best[e] = rank_key(out[e], red);
+    first[e] = 0x7fffffffffffffffll;
+    last[e] = -1;
+  }
+}
+extern "C" __global__ void minmax_best(const i64* targets, const T* upd, i64 count, int red,
+                                       u64* best) {
+  for (i64 p = grid_start(); p < count; p += grid_step())
+    if (targets[p] >= 0) atomicMax(best + targets[p], rank_key(upd[p], red));
+}
+extern "C" __global__ void minmax_pos(const i64* targets, const T* upd, i64 count, int red,
+                                      const u64* best, i64* first, i64* last) {
+  for (i64 p = grid_start(); p < count; p += grid_step()) {
+    const i64 e = targets[p];
+    if (e < 0 || rank_key(upd[p], red) != best[e]) continue;
+    if (first_wins(best[e], red)) atomicMin(first + e, p);
+    else atomicMax(last + e, p);
+  }
+}
+extern "C" __global__ void minmax_finish(T* out, i64 n, const T* upd, int red, const u64* best,
+                                         const i64* first, const i64* last) {
+  for (i64 e = grid_start(); e < n; e += grid_step()) {
+    if (first_wins(best[e], red)) {
+      if (rank_key(out[e], red) != best[e]) out[e] = upd[first[e]];  // the data ties: it wins
+    } else if (last[e] >= 0) {
+      out[e] = upd[last[e]];
+    }
+  }
+}
+#endif
+
+// targets[n * S + s] of ScatterND (rows from nd_rows; -1 rows are skipped)
+extern "C" __global__ void nd_targets(const i64* rows, i64 N, i64 S, i64* targets) {
+  const i64 count = N * S;
+  for (i64 p = grid_start(); p < count; p += grid_step()) {
+    const i64 n = p / S;
+    targets[p] = rows[n] < 0 ? -1 : rows[n] * S + (p - n * S);
+  }
+}
+
+template <typename Idx>
+__device__ void elements_targets_t(const Idx* idx, i64 count, i64 m, i64 In,
+                                   const i64* outer_off, const i64* inner_off, i64 s_outer,
+                                   i64 s_inner, i64 s_axis, i64 n_axis, i64* targets) {
+  for (i64 p = grid_start(); p < count; p += grid_step()) {
+    const i64 v = norm_index(idx[p], n_axis);  // re-checked: idx may have changed
+    targets[p] = v < 0 ? -1
+                       : elem_offset(p, v, m, In, outer_off, inner_off, s_outer, s_inner, s_axis);
+  }
+}
+
 #define FASTOPS_INDEX_KERNELS(SUFFIX, IDX_TYPE)                                               \
   extern "C" __global__ void check_elements##SUFFIX(const IDX_TYPE* idx, i64 count, i64 n,      \
                                                      u64* bad) {                                \
@@ -233,6 +306,12 @@ extern "C" __global__ void gather_nd_apply(const T* data, const i64* rows, i64 N
       u64* bad) {                                                                               \
     gather_elements_t<IDX_TYPE>(data, idx, count, m, In, outer_off, inner_off, s_outer,         \
                                 s_inner, s_axis, n_axis, out, bad);                             \
+  }                                                                                             \
+  extern "C" __global__ void elements_targets##SUFFIX(                                          \
+      const IDX_TYPE* idx, i64 count, i64 m, i64 In, const i64* outer_off, const i64* inner_off,  \
+      i64 s_outer, i64 s_inner, i64 s_axis, i64 n_axis, i64* targets) {                         \
+    elements_targets_t<IDX_TYPE>(idx, count, m, In, outer_off, inner_off, s_outer, s_inner,     \
+                                 s_axis, n_axis, targets);                                      \
   }                                                                                             \
   extern "C" __global__ void nd_rows##SUFFIX(const IDX_TYPE* idx, i64 N, int k, const i64* dims, \
                                               i64* rows, u64* bad) {                            \
