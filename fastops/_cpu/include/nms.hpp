@@ -353,17 +353,21 @@ void nms_onnx(const T* boxes, int64_t B, int64_t N, int64_t sb0, int64_t sb1, in
     return;
   }
   const int nt = threads_for(P * N * 16, nthreads);
+  OmpErrors errs;  // each thread's sort and sweep scratch is allocated inside the region
 #pragma omp parallel num_threads(nt)
   {
     Scratch<T> w;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t p = 0; p < P; ++p) {
-      const int64_t bi = p / C, c = p % C;
-      int64_t m = sorted_candidates(scores + bi * ss0 + c * ss1, N, ss2, has_sthr, sthr, w);
-      counts[p] = greedy(box_set(buf, bi, N), w.idx.data(), m, max_out, iou_thr, off,
-                         w.kept, sel + p * cap);
+      errs.run([&] {
+        const int64_t bi = p / C, c = p % C;
+        int64_t m = sorted_candidates(scores + bi * ss0 + c * ss1, N, ss2, has_sthr, sthr, w);
+        counts[p] = greedy(box_set(buf, bi, N), w.idx.data(), m, max_out, iou_thr, off,
+                           w.kept, sel + p * cap);
+      });
     }
   }
+  errs.rethrow();
 }
 
 // torchvision batched_nms: boxes (N, 4) [x1,y1,x2,y2], scores (N,), classes (N,) int64.
@@ -408,16 +412,20 @@ int64_t nms_batched(const T* boxes, int64_t N, int64_t sb1, int64_t sb2, const T
     }
   } else {
     const int nt = threads_for(m * 16, nthreads);
+    OmpErrors errs;  // the kept-box arrays grow inside the region
 #pragma omp parallel num_threads(nt)
     {
       Kept<T> kept;
 #pragma omp for schedule(dynamic, 1)
       for (int64_t g = 0; g < G; ++g) {
-        int64_t cnt = greedy(bx, order.data() + seg[g], seg[g + 1] - seg[g], unlimited,
-                             iou_thr, T(0), kept, out.data() + seg[g]);
-        flag(g, cnt);
+        errs.run([&] {
+          int64_t cnt = greedy(bx, order.data() + seg[g], seg[g + 1] - seg[g], unlimited,
+                               iou_thr, T(0), kept, out.data() + seg[g]);
+          flag(g, cnt);
+        });
       }
     }
+    errs.rethrow();
   }
   int64_t n = 0;
   for (int64_t i = 0; i < m; ++i)
