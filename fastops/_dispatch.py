@@ -111,11 +111,13 @@ class Backend:
                               f"{family}.{kernel} kernel ({exc or 'allocation failed'})") from None
 
     def wrap(self, result):
-        """Return ``result`` (an array or a tuple of arrays) in the caller's framework."""
+        """Return ``result`` (an array, a tuple or a named tuple of arrays) in the caller's
+        framework; a named tuple keeps its type."""
         if self._to_framework is None:
             return result
         if isinstance(result, tuple):
-            return tuple(self._to_framework(r) for r in result)
+            items = [self._to_framework(r) for r in result]
+            return type(result)(*items) if hasattr(result, "_fields") else tuple(items)
         return self._to_framework(result)
 
 

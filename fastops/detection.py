@@ -15,12 +15,14 @@ from fastops import _dispatch, _validate
 # boxes and scores arrive in one compute dtype (float32 or float64), non-empty.
 
 def _nms_dtypes(op, boxes, scores):
-    """(compute dtype, threshold dtype): float16 runs as float32; mixed inputs run in the
-    wider type; thresholds are rounded to the scores' compute dtype (ONNX stores float32)."""
-    _validate.dtype_in(op, "boxes", boxes, _validate.FLOATS)
+    """(compute dtype, threshold dtype): float16 runs as float32; integer boxes (pixel
+    boxes as OpenCV gives them) run in float64; mixed inputs run in the wider type;
+    thresholds are rounded to the scores' compute dtype (ONNX stores float32)."""
+    _validate.dtype_in(op, "boxes", boxes, _validate.FLOATS + _validate.SIGNED +
+                       _validate.UNSIGNED)
     _validate.dtype_in(op, "scores", scores, _validate.FLOATS)
     thr_dt = np.float64 if scores.dtype == np.float64 else np.float32
-    box_dt = np.float64 if boxes.dtype == np.float64 else np.float32
+    box_dt = np.float32 if boxes.dtype.kind == "f" and boxes.dtype.itemsize < 8 else np.float64
     return np.promote_types(thr_dt, box_dt), thr_dt
 
 
@@ -59,7 +61,7 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
 
     Parameters
     ----------
-    boxes : array (B, N, 4), float16/32/64
+    boxes : array (B, N, 4), float16/32/64 (or integer, computed in float64)
         ``center_point_box=0``: ``[y1, x1, y2, x2]``, the two corners in either order
         (ONNX).  ``center_point_box=1``: ``[x_center, y_center, width, height]``.
     scores : array (B, C, N), float16/32/64
@@ -155,7 +157,9 @@ def nms(boxes, scores, iou_threshold, score_threshold=None, max_num=None, offset
 
     Parameters
     ----------
-    boxes : array (N, 4), float16/32/64, ``[x1, y1, x2, y2]`` (corners in either order)
+    boxes : array (N, 4), ``[x1, y1, x2, y2]`` (corners in either order); float16/32/64,
+        or any integer dtype (pixel boxes, as ``cv2.dnn.NMSBoxes`` accepts), computed in
+        float64 (exact below 2**53)
     scores : array (N,), float16/32/64
     iou_threshold : float in [0, 1]
         Suppress when IoU > iou_threshold (strict); outside [0, 1] or NaN: ValueError.
@@ -209,7 +213,8 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
 
     Parameters
     ----------
-    boxes : array (N, 4), float16/32/64, ``[x1, y1, x2, y2]``
+    boxes : array (N, 4), ``[x1, y1, x2, y2]``, float16/32/64 or integer (computed in
+        float64)
     scores : array (N,), float16/32/64
     idxs : integer array (N,), the class (or image) of each box; any integer values
     iou_threshold : float in [0, 1]

@@ -1,8 +1,17 @@
 """TopK, cummax/cummin and NonZero: validation and shaping, then the backend kernel."""
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from fastops import _dispatch, _validate
 from fastops._validate import NUMERIC as _REAL
+
+
+class ValuesIndices(NamedTuple):
+    """The ``(values, indices)`` result of topk, cummax and cummin: unpacks like a tuple,
+    and has ``.values`` / ``.indices`` like ``torch.return_types.topk``."""
+    values: Any
+    indices: Any
 
 
 def _as_3d(x, axis, be):
@@ -35,6 +44,7 @@ def topk(x, k, axis=-1, largest=True, sorted=True):
 
     Returns
     -------
+    ValuesIndices, a named tuple (``.values``, ``.indices``) that unpacks as a pair:
     values : array like ``x`` with ``shape[axis] = k``
     indices : int64 array of the same shape, positions along ``axis``
 
@@ -66,7 +76,7 @@ def topk(x, k, axis=-1, largest=True, sorted=True):
     values = be.empty(out_shape, x.dtype)
     indices = be.empty(out_shape, np.int64)
     if values.size == 0:
-        return be.wrap((values, indices))
+        return be.wrap(ValuesIndices(values, indices))
     xc = _as_3d(_compute_dtype(x, be), ax, be)
     v3 = values.reshape(xc.shape[0], k, xc.shape[2])
     if values.dtype == np.float16:
@@ -75,7 +85,7 @@ def topk(x, k, axis=-1, largest=True, sorted=True):
            indices.reshape(xc.shape[0], k, xc.shape[2]))
     if values.dtype == np.float16:
         values[...] = v3.reshape(out_shape)
-    return be.wrap((values, indices))
+    return be.wrap(ValuesIndices(values, indices))
 
 
 def _cumulative(op, x, axis, is_max):
@@ -88,13 +98,13 @@ def _cumulative(op, x, axis, is_max):
     values = be.empty(x.shape, x.dtype)
     indices = be.empty(x.shape, np.int64)
     if x.size == 0:
-        return be.wrap((values, indices))
+        return be.wrap(ValuesIndices(values, indices))
     xc = _as_3d(_compute_dtype(x, be), ax, be)
     v3 = values.reshape(xc.shape) if values.dtype != np.float16 else xp.empty(xc.shape, np.float32)
     be.run("selection", "cumext", xc, is_max, v3, indices.reshape(xc.shape))
     if values.dtype == np.float16:
         values[...] = v3.reshape(x.shape)
-    return be.wrap((values, indices))
+    return be.wrap(ValuesIndices(values, indices))
 
 
 def cummax(x, axis):
@@ -112,7 +122,8 @@ def cummax(x, axis):
 
     Returns
     -------
-    values : array like ``x``;  indices : int64 array of ``x.shape``
+    ValuesIndices (``.values``, ``.indices``): values like ``x``; int64 indices of
+    ``x.shape``
     """
     return _cumulative("cummax", x, axis, True)
 

@@ -23,6 +23,9 @@ mkdir -p "$DIR"
 # tracked and untracked-but-not-ignored files: the sources as they are now
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$DIR"
 cd "$DIR"
+# pip builds fastops in an isolated environment; this build needs the tools here
+python -c "import Cython, setuptools" 2>/dev/null || \
+  python -m pip install -q "Cython>=3.0" "setuptools>=77" wheel
 FASTOPS_SANITIZE=1 python setup.py -q build_ext --inplace -j 2 > build.log 2>&1 || {
   tail -50 build.log; exit 1; }
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"

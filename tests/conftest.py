@@ -25,6 +25,20 @@ def xp(request):
     return cupy
 
 
+def peer(module):
+    """Import an optional peer (torch, torchvision, onnxruntime, cv2, ...) or skip the test.
+
+    Unlike pytest.importorskip this also skips when the peer is installed but unusable:
+    a torchvision built for another torch raises RuntimeError at import."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        pytest.skip(f"{module} is not installed ({exc})")
+    except Exception as exc:   # installed but broken: not this suite's failure
+        pytest.skip(f"{module} is installed but unusable: {type(exc).__name__}: {exc}")
+
+
 def to_numpy(a):
     if isinstance(a, tuple):
         return tuple(to_numpy(v) for v in a)

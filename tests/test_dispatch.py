@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import fastops
+from tests.conftest import peer
 
 
 class FakeCudaTensor:
@@ -37,7 +38,7 @@ def test_mixing_devices_names_the_argument():
 
 
 def test_torch_tensors_round_trip_zero_copy():
-    torch = pytest.importorskip("torch")
+    torch = peer("torch")
     t = torch.tensor([[1.0, 5.0, 3.0], [2.0, 2.0, 7.0]])
     v, i = fastops.topk(t, 2)
     assert isinstance(v, torch.Tensor) and isinstance(i, torch.Tensor)
@@ -60,7 +61,7 @@ def test_set_num_threads(threads):
 
 
 def test_threadpoolctl_limits_fastops():
-    threadpoolctl = pytest.importorskip("threadpoolctl")
+    threadpoolctl = peer("threadpoolctl")
     fastops.topk(np.ones(3), 1)      # make sure the OpenMP runtime is loaded
     with threadpoolctl.threadpool_limits(1, user_api="openmp"):
         assert fastops.get_num_threads() == 1
@@ -133,3 +134,95 @@ def test_views_with_unaligned_strides_match_their_copies():
         for g, w in zip(got if isinstance(got, tuple) else (got,),
                         want if isinstance(want, tuple) else (want,)):
             np.testing.assert_array_equal(g, w)
+
+
+def test_output_pool_reused_block_is_not_handed_out_twice():
+    """A block taken from the free list must leave it: while a reused output is alive, a
+    second output of the same size must get other memory (a free-list bug that kept the
+    block listed would alias them)."""
+    x = np.random.default_rng(1).standard_normal((1024, 1024)).astype(np.float32)
+    first, _ = fastops.cummax(x, 1)          # pooled 4 MiB blocks
+    del first, _
+    reused, ri = fastops.cummax(x, 1)        # takes the freed blocks
+    again, ai = fastops.cummin(x, 1)         # same sizes, reused still alive
+    assert not np.shares_memory(reused, again) and not np.shares_memory(ri, ai)
+    assert not np.shares_memory(reused, ai) and not np.shares_memory(ri, again)
+    want = np.maximum.accumulate(x, 1)
+    np.testing.assert_array_equal(reused, want)
+
+
+def test_set_num_threads_is_process_wide():
+    """A Python thread started after set_num_threads (even one whose OpenMP default
+    differs, OMP_NUM_THREADS=1 here) sees the fixed count."""
+    code = ("import threading, fastops; fastops.set_num_threads(2); out = [];"
+            "t = threading.Thread(target=lambda: out.append(fastops.get_num_threads()));"
+            "t.start(); t.join(); print(out[0])")
+    env = {**__import__("os").environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env)
+    assert out.stdout.strip() == "2"
+
+
+def test_value_index_pairs_are_named_tuples():
+    x = np.array([[3.0, 1.0, 2.0]])
+    r = fastops.topk(x, 2)
+    v, i = r
+    assert r.values is v and r.indices is i and i.tolist() == [[0, 2]]
+    c = fastops.cummax(x, 1)
+    assert c.values.tolist() == [[3, 3, 3]] and c.indices.tolist() == [[0, 0, 0]]
+    assert fastops.cummin(x, 1).indices.tolist() == [[0, 1, 1]]
+    torch = peer("torch")
+    t = fastops.topk(torch.tensor([1.0, 5.0]), 1)
+    assert isinstance(t.values, torch.Tensor) and t.indices.tolist() == [1]
+
+
+def test_scalar_arguments_from_any_framework():
+    x = np.array([1.0, 5.0, 3.0])
+    for k in (2, np.int64(2), np.array(2), np.array([2])):
+        assert fastops.topk(x, k).indices.tolist() == [1, 2]
+    torch = peer("torch")
+    assert fastops.topk(x, torch.tensor(2)).indices.tolist() == [1, 2]
+    boxes = np.array([[0, 0, 10, 10], [1, 1, 11, 11]], np.float32)
+    assert fastops.nms(boxes, np.array([0.9, 0.8], np.float32), torch.tensor(0.5),
+                       max_num=torch.tensor(1)).tolist() == [0]
+    with pytest.raises(TypeError, match="topk: k must be an integer or a 1-element integer"):
+        fastops.topk(x, torch.tensor([1, 2]))
+    with pytest.raises(TypeError, match="topk: k must be an integer"):
+        fastops.topk(x, torch.tensor(1.5))
+
+
+def test_framework_refusals_name_the_op_and_argument():
+    torch = peer("torch")
+    cases = [(torch.ones(3, requires_grad=True), ".detach()"),
+             (torch.ones(3, dtype=torch.bfloat16), "bfloat16"),
+             (torch.ones(3, dtype=torch.complex64).conj(), ".resolve_conj()")]
+    for t, hint in cases:
+        with pytest.raises(TypeError, match=r"topk: argument 'x' .*") as info:
+            fastops.topk(t, 1)
+        assert hint in str(info.value)
+    with pytest.raises(TypeError, match="topk: argument 'x' is a masked array"):
+        fastops.topk(np.ma.array([1.0, 2.0], mask=[0, 1]), 1)
+    with pytest.warns(PendingDeprecationWarning):
+        m = np.matrix([[1.0, 3.0, 2.0]])
+    assert fastops.topk(m, 2).indices.tolist() == [[1, 2]]
+    assert type(fastops.nonzero(m)) is np.ndarray
+
+
+def test_integer_boxes_like_opencv():
+    boxes = np.array([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30]], np.int32)
+    scores = np.array([0.9, 0.8, 0.7], np.float32)
+    for dt in (np.int32, np.int64, np.uint16):
+        keep = fastops.nms(boxes.astype(dt), scores, 0.5)
+        np.testing.assert_array_equal(keep, fastops.nms(boxes.astype(np.float64), scores, 0.5))
+        assert keep.tolist() == [0, 2]
+    assert fastops.batched_nms(boxes, scores, np.array([0, 1, 0]), 0.5).tolist() == [0, 1, 2]
+
+
+def test_peer_skips_installed_but_unusable_modules(tmp_path, monkeypatch):
+    (tmp_path / "fastops_broken_peer.py").write_text(
+        "raise RuntimeError('operator torchvision::nms does not exist')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(pytest.skip.Exception, match="installed but unusable: RuntimeError"):
+        peer("fastops_broken_peer")
+    with pytest.raises(pytest.skip.Exception, match="not installed"):
+        peer("fastops_no_such_peer")

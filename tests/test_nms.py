@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import fastops
-from tests.conftest import to_numpy
+from tests.conftest import peer, to_numpy
 from tests.reference import nms as ref
 
-onnx = pytest.importorskip("onnx")
+onnx = peer("onnx")
 from onnx import helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
@@ -344,7 +344,7 @@ def test_gpu_matches_cpu_exactly(xp):
 
 
 def test_torch_tensors_roundtrip():
-    torch = pytest.importorskip("torch")
+    torch = peer("torch")
     boxes = torch.tensor([[0., 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30]])
     keep = fastops.nms(boxes, torch.tensor([0.9, 0.95, 0.5]), 0.5)
     assert isinstance(keep, torch.Tensor) and keep.tolist() == [1, 2]
@@ -408,8 +408,8 @@ def test_inputs_not_modified():
 def test_matches_torchvision_when_installed():
     """torchvision.ops.nms / batched_nms on distinct scores (torchvision's sort is not
     stable, so ties are left out)."""
-    torch = pytest.importorskip("torch")
-    tvops = pytest.importorskip("torchvision.ops")
+    torch = peer("torch")
+    tvops = peer("torchvision.ops")
     rng = np.random.default_rng(11)
     for n in (50, 700):
         xy = rng.uniform(0, 200, (n, 2))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fastops
-from tests.conftest import GPU, to_numpy
+from tests.conftest import GPU, peer, to_numpy
 from tests.reference.roi_align import roi_align_ref
 
 
@@ -102,7 +102,7 @@ def test_opset10_is_legacy(mode):
         16, dict(attrs, coordinate_transformation_mode="output_half_pixel"))).run(
         None, {"X": x, "rois": rois, "batch_indices": bi})[0]
     np.testing.assert_allclose(got, legacy, rtol=1e-6, atol=1e-6)
-    ort = pytest.importorskip("onnxruntime")
+    ort = peer("onnxruntime")
     so = ort.SessionOptions()
     so.log_severity_level = 3
     sess = ort.InferenceSession(_onnx_model(10, attrs).SerializeToString(), so,
@@ -326,7 +326,7 @@ def test_lists_and_torch():
     x = _ramp().tolist()
     got = fastops.roi_align(x, [[0, 1, 1, 5, 3]], 1, 1.0, 2, "avg", False)
     assert isinstance(got, np.ndarray) and got[0, 0, 0, 0] == pytest.approx(23.0)
-    torch = pytest.importorskip("torch")
+    torch = peer("torch")
     t = torch.from_numpy(_ramp().astype(np.float32))
     got = fastops.roi_align(t, torch.tensor([[0.0, 1, 1, 5, 3]]), 1, 1.0, 2, "avg", False)
     assert isinstance(got, torch.Tensor) and float(got[0, 0, 0, 0]) == pytest.approx(23.0)
@@ -401,7 +401,7 @@ def test_bad_input(kwargs, exc, match):
 
 
 def test_mixed_devices_rejected():
-    cupy = pytest.importorskip("cupy")
+    cupy = peer("cupy")
     if not fastops.backends()["gpu"]:
         pytest.skip("needs a CUDA device")
     with pytest.raises(TypeError, match="rois"):
@@ -411,8 +411,8 @@ def test_mixed_devices_rejected():
 @pytest.mark.parametrize("aligned", [True, False])
 @pytest.mark.parametrize("sampling_ratio", [0, 2])
 def test_matches_torchvision_when_installed(aligned, sampling_ratio):
-    torch = pytest.importorskip("torch")
-    tvops = pytest.importorskip("torchvision.ops")
+    torch = peer("torch")
+    tvops = peer("torchvision.ops")
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, 3, 20, 24)).astype(np.float32)
     xy = rng.uniform(-4, 20, (17, 2))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fastops
-from tests.conftest import to_numpy
+from tests.conftest import peer, to_numpy
 from tests.reference import scatter as ref
 
 DTYPES = ["bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
@@ -88,7 +88,7 @@ def test_onnx_backend_node_data(case, xp):
 
 def test_onnx_backend_node_data_found():
     names = {os.path.basename(d) for d in _node_dirs()}
-    pytest.importorskip("onnx")
+    peer("onnx")
     assert {"test_scatter_with_axis", "test_scatter_elements_with_reduction_max",
             "test_scatternd_multiply", "test_gather_elements_negative_indices",
             "test_gathernd_example_int32_batch_dim1"} <= names
@@ -96,7 +96,7 @@ def test_onnx_backend_node_data_found():
 
 # ------------------------------------------------------------------- onnx.reference
 def _onnx_ref(op_type, inputs, **attrs):
-    onnx = pytest.importorskip("onnx")
+    onnx = peer("onnx")
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
     names = [f"x{i}" for i in range(len(inputs))]
@@ -540,7 +540,7 @@ def test_index_error_writes_nothing_and_gpu_matches(xp):
 
 
 def test_torch_tensors_round_trip():
-    torch = pytest.importorskip("torch")
+    torch = peer("torch")
     d = torch.zeros(3, 2)
     out = fastops.scatter_elements(d, torch.tensor([[2, 0]]), torch.tensor([[1.0, 2.0]]))
     assert isinstance(out, torch.Tensor)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import fastops
-from tests.conftest import to_numpy
+from tests.conftest import peer, to_numpy
 from tests.onnx_cases import case_names, load_case, run_reference
 from tests.reference import selection as ref
 
@@ -157,7 +157,7 @@ def test_topk_matches_onnx_reference(dtype):
 
 
 def test_topk_matches_torch_nan_rule():
-    torch = pytest.importorskip("torch")
+    torch = peer("torch")
     x = sample((8, 100), "float32", specials=True)
     for largest in (True, False):
         tv, ti = torch.topk(torch.from_numpy(x), 9, dim=1, largest=largest)
@@ -203,7 +203,7 @@ def test_cum_every_dtype(xp, dtype, fn):
 
 @pytest.mark.parametrize("fn", ["cummax", "cummin"])
 def test_cum_matches_torch(fn):
-    torch = pytest.importorskip("torch")
+    torch = peer("torch")
     for dtype in ("float32", "float64", "int32", "uint8", "int64"):
         x = sample((6, 300), dtype, ties=True, specials=dtype.startswith("float"))
         for axis in (0, 1):
