@@ -49,13 +49,19 @@ def copy_bandwidth(nbytes=256 << 20, repeats=5):
 SETTLE_S = 0.02
 
 
-def measure(wl, impls, repeats):
-    """Median seconds per impl; repeats are interleaved so drift hits every impl alike."""
+def measure(wl, impls, repeats, missing):
+    """Median seconds per impl; repeats are interleaved so drift hits every impl alike.
+
+    An impl whose library is not installed is added to ``missing`` (name -> module); one
+    that has no such op is simply absent from the result."""
+    from fastops._bench.peers import PeerMissing
     fns = {}
     for impl in impls:
         try:
             fns[impl] = wl.prepare(impl)
             fns[impl]()                               # warm-up
+        except PeerMissing as exc:
+            missing[impl] = exc.module
         except NotImplementedError:
             continue
     times = {impl: [] for impl in fns}
@@ -68,32 +74,53 @@ def measure(wl, impls, repeats):
     return {impl: float(np.median(ts)) for impl, ts in times.items()}
 
 
+LEGEND = """\
+  columns: median milliseconds per call of each implementation on this machine
+  best peer: the fastest peer that computes the same op on the same input
+  ratio = fastops / best peer: below 1 fastops is faster (0.25 = 4x faster), above 1 slower
+  floor: the memory-bandwidth bound, bytes the op must read and write at the copy
+         bandwidth measured above; no implementation can beat it, closer is better
+  -: the peer has no such op;  n/i: the peer is not installed (see the end)"""
+
+
 def bench(argv):
     from fastops._bench import workloads
+    from fastops._bench.peers import PIP_NAMES
     p = argparse.ArgumentParser(prog="python -m fastops bench",
                                 description="fastops against the peers installed here")
     p.add_argument("--quick", action="store_true", help="fewer repeats, skip the largest "
                    "workloads (under a minute)")
     p.add_argument("--ops", help="comma-separated op names (topk,cummax,nonzero,...)")
-    p.add_argument("--repeat", type=int, help="timed repeats per implementation")
+    p.add_argument("--repeat", type=int, help="timed repeats per implementation (>= 1)")
     p.add_argument("--device", choices=("cpu", "gpu", "all"), default="all",
                    help="which backends to measure (gpu only where CuPy sees a device)")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     args = p.parse_args(argv)
-    repeats = args.repeat or (3 if args.quick else 9)
+    known = sorted({w.op for w in workloads()})
     ops = set(args.ops.split(",")) if args.ops else None
+    if ops and ops - set(known):
+        p.error(f"unknown op(s) in --ops: {', '.join(sorted(ops - set(known)))}; "
+                f"the ops with workloads are: {', '.join(known)}")
+    if args.repeat is not None and args.repeat < 1:
+        p.error(f"--repeat must be at least 1, got {args.repeat}")
     gpu = fastops.backends()["gpu"]
+    if args.device == "gpu" and not gpu:
+        p.error("--device gpu: no CUDA device is usable here (CuPy missing or no GPU); "
+                "see python -m fastops info")
+    repeats = args.repeat or (3 if args.quick else 9)
+    selected = [wl for wl in workloads()
+                if not (ops and wl.op not in ops) and not (args.quick and not wl.quick)]
     bw = copy_bandwidth()
     print(f"fastops {fastops.__version__}, {fastops.get_num_threads()} threads, "
-          f"copy bandwidth {bw / 1e9:.1f} GB/s, median of {repeats} (ms)")
-    rows = []
-    for wl in workloads():
-        if (ops and wl.op not in ops) or (args.quick and not wl.quick):
-            continue
+          f"copy bandwidth {bw / 1e9:.1f} GB/s, median of {repeats} calls, in ms")
+    print(LEGEND)
+    width = max([len(w.name) for w in selected] + [20]) + 2
+    rows, missing = [], {}
+    for wl in selected:
         for device, impls in (("cpu", CPU_IMPLS), ("gpu", GPU_IMPLS)):
             if (device == "gpu" and not gpu) or args.device not in ("all", device):
                 continue
-            med = measure(wl, impls, repeats)
+            med = measure(wl, impls, repeats, missing)
             if not med:
                 continue
             mine = med.get(impls[0])
@@ -106,30 +133,40 @@ def bench(argv):
                          "best_peer": best,
                          "ratio": (mine / peers[best]) if (best and mine) else None,
                          "floor_ms": floor * 1e3 if floor else None})
-            _print_row(rows[-1], impls)
+            _print_row(rows[-1], impls, width, missing)
             wl._inputs = None      # free the inputs before the next workload
+    if missing:
+        mods = sorted(set(missing.values()))
+        print(f"\nn/i = not installed here: {', '.join(mods)}.  To compare with them: "
+              f"pip install {' '.join(PIP_NAMES.get(m, m) for m in mods)}  "
+              f"(or pip install -e \".[bench]\" for all CPU peers)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": fastops.get_num_threads(), "copy_GBps": bw / 1e9,
-                       "repeats": repeats, "machine": platform.platform(), "rows": rows}, f,
-                      indent=1)
+                       "repeats": repeats, "machine": platform.platform(), "rows": rows,
+                       "not_installed": sorted(set(missing.values()))}, f, indent=1)
     return 0
 
 
 _header_done = set()
 
 
-def _print_row(row, impls):
+def _fmt_ms(v):
+    return f"{v:.3g}" if v < 1 else f"{v:.2f}" if v < 1000 else f"{v:.0f}"
+
+
+def _print_row(row, impls, width, missing):
     if row["device"] not in _header_done:
         _header_done.add(row["device"])
         cols = "".join(f"{c:>13}" for c in impls)
-        print(f"\n{'workload (' + row['device'] + ')':<40}{cols}{'best peer':>13}"
-              f"{'ratio':>7}{'floor':>8}")
-    cells = "".join(f"{row['ms'][c]:>13.2f}" if c in row["ms"] else f"{'-':>13}" for c in impls)
-    ratio = f"{row['ratio']:.2f}" if row["ratio"] else "-"
-    floor = f"{row['floor_ms']:.1f}" if row["floor_ms"] else "-"
-    print(f"{row['workload']:<40}{cells}{row['best_peer'] or '-':>13}{ratio:>7}{floor:>8}",
-          flush=True)
+        print(f"\n{'workload (' + row['device'] + ')':<{width}}{cols}{'best peer':>13}"
+              f"{'ratio':>8}{'floor':>9}")
+    cells = "".join(f"{_fmt_ms(row['ms'][c]):>13}" if c in row["ms"] else
+                    f"{'n/i' if c in missing else '-':>13}" for c in impls)
+    ratio = f"{row['ratio']:.3g}" if row["ratio"] else "-"
+    floor = _fmt_ms(row["floor_ms"]) if row["floor_ms"] else "-"
+    print(f"{row['workload']:<{width}}{cells}{row['best_peer'] or '-':>13}{ratio:>8}"
+          f"{floor:>9}", flush=True)
 
 
 def main(argv=None):

@@ -226,3 +226,27 @@ def test_peer_skips_installed_but_unusable_modules(tmp_path, monkeypatch):
         peer("fastops_broken_peer")
     with pytest.raises(pytest.skip.Exception, match="not installed"):
         peer("fastops_no_such_peer")
+
+
+def test_bench_cli_validates_options():
+    for args, msg in ((["--ops", "topk,nope"], "unknown op(s) in --ops: nope"),
+                      (["--repeat", "0"], "--repeat must be at least 1"),
+                      (["--device", "gpu"], "no CUDA device")):
+        if args[0] == "--device" and fastops.backends()["gpu"]:
+            continue
+        out = subprocess.run([sys.executable, "-m", "fastops", "bench", *args],
+                             capture_output=True, text=True)
+        assert out.returncode == 2 and msg in out.stderr, out.stderr
+
+
+def test_bench_cli_explains_its_table():
+    out = subprocess.run([sys.executable, "-m", "fastops", "bench", "--ops", "cummin",
+                          "--repeat", "1", "--quick", "--device", "cpu"],
+                         capture_output=True, text=True, check=True)
+    text = out.stdout
+    assert "ratio = fastops / best peer: below 1 fastops is faster" in text
+    assert "floor: the memory-bandwidth bound" in text
+    rows = [line for line in text.splitlines() if line.startswith("cummin")]
+    assert rows and len({len(r) for r in rows}) == 1          # aligned columns
+    header = [line for line in text.splitlines() if line.startswith("workload (cpu)")][0]
+    assert len(header) == len(rows[0])

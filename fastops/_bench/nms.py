@@ -54,7 +54,7 @@ def _torchvision():
     try:
         import torchvision
     except Exception:   # not installable next to torch 2.13 here
-        raise NotImplementedError("torchvision is not installed") from None
+        raise peers.PeerMissing("torchvision") from None
     return torch, torchvision
 
 
@@ -63,7 +63,7 @@ def _torchvision_cuda():
     try:
         import torchvision
     except Exception:
-        raise NotImplementedError("torchvision is not installed") from None
+        raise peers.PeerMissing("torchvision") from None
     return torch, torchvision
 
 
@@ -89,7 +89,7 @@ def _nms_workload(n, thr):
         try:
             import cv2
         except ImportError:
-            raise NotImplementedError("cv2 is not installed") from None
+            raise peers.PeerMissing("cv2") from None
         b = _xywh(inp["boxes"]).tolist()
         s = inp["scores"].tolist()
         return lambda: cv2.dnn.NMSBoxes(b, s, 0.0, thr)
@@ -139,7 +139,7 @@ def _batched_workload(n, classes, thr, trick=False):
         try:
             import cv2
         except ImportError:
-            raise NotImplementedError("cv2 is not installed") from None
+            raise peers.PeerMissing("cv2") from None
         if trick:
             b = _xywh(offset_trick(inp["boxes"], inp["idxs"])).tolist()
             s = inp["scores"].tolist()

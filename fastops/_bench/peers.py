@@ -7,12 +7,26 @@ import numpy as np
 
 import fastops
 
+# pip name of each peer (the import name differs for OpenCV and CuPy)
+PIP_NAMES = {"cv2": "opencv-python-headless", "cupy": "cupy-cuda13x", "torch": "torch",
+             "torchvision": "torchvision", "onnxruntime": "onnxruntime", "onnx": "onnx"}
+
+
+class PeerMissing(NotImplementedError):
+    """The peer library is not installed (or does not import): as opposed to a peer that
+    has no such op, which raises plain NotImplementedError."""
+
+    def __init__(self, module):
+        super().__init__(f"{module} is not installed")
+        self.module = module
+
+
 def _need(module):
     import importlib
     try:
         return importlib.import_module(module)
-    except ImportError:
-        raise NotImplementedError(f"{module} is not installed") from None
+    except Exception:   # not installed, or installed but broken (a torchvision/torch mismatch)
+        raise PeerMissing(module) from None
 
 
 def ort_session(op_type, inputs, outputs, attrs=None, opset=18, domain=""):
