@@ -11,7 +11,7 @@ from fastops.scatter import gather_elements, gather_nd, scatter, scatter_element
 from fastops.selection import cummax, cummin, nonzero, topk
 
 
-def backends():
+def backends() -> dict:
     """Which backends can run here: ``{"cpu": True, "gpu": bool}`` (GPU = CuPy + a device)."""
     from fastops._gpu import available
     return {"cpu": True, "gpu": available()}

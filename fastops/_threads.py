@@ -20,7 +20,7 @@ _generation = 0
 _local = threading.local()
 
 
-def get_num_threads():
+def get_num_threads() -> int:
     """Number of threads the next CPU kernel call from this Python thread will use."""
     if _fixed is not None and getattr(_local, "generation", None) != _generation:
         _runtime.set_max_threads(_fixed)   # this thread has not seen the fixed count yet
@@ -29,7 +29,7 @@ def get_num_threads():
     return omp if _fixed is None else min(_fixed, omp)
 
 
-def set_num_threads(n):
+def set_num_threads(n: int) -> None:
     """Use ``n`` threads (n >= 1) in every CPU kernel from now on, in every thread."""
     global _fixed, _generation
     try:

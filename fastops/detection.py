@@ -3,6 +3,7 @@ and roi_align (kernels in the "roi_align" family)."""
 import numpy as np
 
 from fastops import _dispatch, _validate
+from fastops._typing import Array, FloatScalar, IntScalar, Literal, Optional, Tuple, Union
 
 # ---------------------------------------------------------------- NMS section
 
@@ -51,8 +52,11 @@ def _nms_offset(op, offset):
     return int(offset)
 
 
-def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_threshold=0.0,
-                        score_threshold=None, center_point_box=0, offset=0, pad=False):
+def non_max_suppression(boxes: Array, scores: Array,
+                        max_output_boxes_per_class: Optional[IntScalar] = None,
+                        iou_threshold: FloatScalar = 0.0,
+                        score_threshold: Optional[FloatScalar] = None,
+                        center_point_box: int = 0, offset: int = 0, pad: bool = False) -> Array:
     """ONNX NonMaxSuppression (opsets 10, 11) and the MMCV/TensorRT ``NonMaxSuppression``.
 
     For every batch ``b`` and class ``c`` the boxes of batch ``b`` are visited in
@@ -152,7 +156,9 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
     return be.wrap(out)
 
 
-def nms(boxes, scores, iou_threshold, score_threshold=None, max_num=None, offset=0):
+def nms(boxes: Array, scores: Array, iou_threshold: FloatScalar,
+        score_threshold: Optional[FloatScalar] = None, max_num: Optional[IntScalar] = None,
+        offset: int = 0) -> Array:
     """Greedy non-maximum suppression, torchvision ``nms`` / MMCV ``nms`` style.
 
     Parameters
@@ -207,7 +213,7 @@ def nms(boxes, scores, iou_threshold, score_threshold=None, max_num=None, offset
     return be.wrap(be.xp.ascontiguousarray(sel[:, 2]))
 
 
-def batched_nms(boxes, scores, idxs, iou_threshold):
+def batched_nms(boxes: Array, scores: Array, idxs: Array, iou_threshold: FloatScalar) -> Array:
     """Class-aware NMS (torchvision ``batched_nms``): boxes of different ``idxs`` never
     suppress each other.
 
@@ -306,8 +312,10 @@ def _host(a):
     return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
 
 
-def roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=0, mode="avg",
-              aligned=True, batch_indices=None):
+def roi_align(x: Array, rois: Array, output_size: Union[int, Tuple[int, int]],
+              spatial_scale: FloatScalar = 1.0, sampling_ratio: int = 0,
+              mode: Literal["avg", "max", "onnx_max"] = "avg", aligned: bool = True,
+              batch_indices: Optional[Array] = None) -> Array:
     """RoIAlign: pool each region of interest of ``x`` into an ``output_size`` grid.
 
     ONNX RoiAlign (opsets 10, 16, 22), MMCV ``RoIAlign`` / ``mmcv::MMCVRoiAlign`` and

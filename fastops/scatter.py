@@ -13,6 +13,7 @@ the real type, float16 in float32, bool as 0/1 bytes (add = or, mul = and).
 import numpy as np
 
 from fastops import _dispatch, _validate
+from fastops._typing import Array, Reduction
 
 _REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -231,7 +232,8 @@ _SEMANTICS = """
 """
 
 
-def scatter_elements(data, indices, updates, axis=0, reduction="none"):
+def scatter_elements(data: Array, indices: Array, updates: Array, axis: int = 0,
+                     reduction: Reduction = "none") -> Array:
     """Copy of ``data`` with ``updates`` written at ``indices`` along ``axis``.
 
     ONNX ScatterElements (opsets 11, 13, 16, 18) and ONNX Scatter (opsets 9, 11)::
@@ -265,7 +267,7 @@ def scatter_elements(data, indices, updates, axis=0, reduction="none"):
     return _scatter_elements("scatter_elements", data, indices, updates, axis, reduction)
 
 
-def scatter(data, indices, updates, axis=0):
+def scatter(data: Array, indices: Array, updates: Array, axis: int = 0) -> Array:
     """ONNX Scatter (opsets 9 and 11, deprecated in favour of ScatterElements).
 
     The same as :func:`scatter_elements` with ``reduction="none"``: a copy of ``data``
@@ -279,7 +281,8 @@ scatter_elements.__doc__ = scatter_elements.__doc__ % _SEMANTICS
 
 
 # ----------------------------------------------------------------------- ScatterND
-def scatter_nd(data, indices, updates, reduction="none"):
+def scatter_nd(data: Array, indices: Array, updates: Array,
+               reduction: Reduction = "none") -> Array:
     """Copy of ``data`` with ``updates`` written at index tuples (ONNX ScatterND).
 
     ONNX ScatterND (opsets 11, 13, 16, 18) and the MMCV custom-domain ``mmcv::ScatterND``
@@ -363,7 +366,7 @@ scatter_nd.__doc__ = scatter_nd.__doc__ % _SEMANTICS
 
 
 # ------------------------------------------------------------------ GatherElements
-def gather_elements(data, indices, axis=0):
+def gather_elements(data: Array, indices: Array, axis: int = 0) -> Array:
     """Elements of ``data`` picked along ``axis`` by ``indices`` (ONNX GatherElements).
 
     ONNX GatherElements (opsets 11, 13), ``torch.gather``, ``np.take_along_axis``
@@ -427,7 +430,7 @@ def gather_elements(data, indices, axis=0):
 
 
 # ------------------------------------------------------------------------ GatherND
-def gather_nd(data, indices, batch_dims=0):
+def gather_nd(data: Array, indices: Array, batch_dims: int = 0) -> Array:
     """Slices of ``data`` at index tuples (ONNX GatherND, opsets 11, 12, 13).
 
     With ``b = batch_dims`` and ``k = indices.shape[-1]``::

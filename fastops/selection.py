@@ -4,6 +4,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fastops import _dispatch, _validate
+from fastops._typing import Array, IntScalar
 from fastops._validate import NUMERIC as _REAL
 
 
@@ -27,7 +28,8 @@ def _compute_dtype(x, be):
     return x.astype(be.xp.float32) if x.dtype == np.float16 else x
 
 
-def topk(x, k, axis=-1, largest=True, sorted=True):
+def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
+         sorted: bool = True) -> ValuesIndices:
     """The ``k`` largest (or smallest) elements of ``x`` along ``axis``.
 
     ONNX TopK (opsets 1, 10, 11, 24) and ``torch.topk``.
@@ -107,7 +109,7 @@ def _cumulative(op, x, axis, is_max):
     return be.wrap(ValuesIndices(values, indices))
 
 
-def cummax(x, axis):
+def cummax(x: Array, axis: int) -> ValuesIndices:
     """Running maximum of ``x`` along ``axis`` and the index where it was taken.
 
     Same values and indices as ``torch.cummax`` (MMCV ``cummax``): the running value is
@@ -128,7 +130,7 @@ def cummax(x, axis):
     return _cumulative("cummax", x, axis, True)
 
 
-def cummin(x, axis):
+def cummin(x: Array, axis: int) -> ValuesIndices:
     """Running minimum of ``x`` along ``axis`` and its index; :func:`cummax` with ``<=``.
 
     Same values and indices as ``torch.cummin`` (ties → later index, NaN propagates).
@@ -141,7 +143,7 @@ def cummin(x, axis):
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def nonzero(x):
+def nonzero(x: Array) -> Array:
     """Indices of the nonzero elements, ONNX NonZero layout: int64 ``(x.ndim, nnz)``.
 
     Equal to ``np.array(np.nonzero(x))`` in row-major order.  A 0-d input is treated as
