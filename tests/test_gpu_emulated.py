@@ -373,3 +373,25 @@ extern "C" __global__ void k(int* out) {
     with pytest.raises(cuda_emu.fake_cupy.EmuLaunchError, match="divergent"):
         fn((1,), (64,), (out,))
 
+
+
+# ------------------------------------------------------------------ instance_norm
+def test_instance_norm(cp):
+    rng = np.random.default_rng(22)
+    for dtype in (np.float16, np.float32, np.float64):
+        for shape, offset in (((2, 3, 5, 7), 0.0), ((1, 2, 600), 1e4), ((3, 1, 1), 2.0)):
+            x = (offset + rng.standard_normal(shape)).astype(dtype)
+            s = rng.uniform(0.5, 2, shape[1]).astype(dtype)
+            b = rng.standard_normal(shape[1]).astype(dtype)
+            want = fastops.instance_norm(x, s, b)
+            got = host(fastops.instance_norm(cp.asarray(x), cp.asarray(s), cp.asarray(b)))
+            assert got.dtype == want.dtype and got.shape == want.shape
+            tol = {np.float16: 1e-3, np.float32: 1e-6, np.float64: 1e-13}[dtype]
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                       rtol=0, atol=tol * max(1, float(np.abs(want).max())))
+    xs = cp.asarray(rng.standard_normal((2, 4, 6, 5)).astype(np.float32))
+    view = xs[:, ::-2]                      # strided channels
+    np.testing.assert_allclose(host(fastops.instance_norm(view, cp.ones(2, dtype=np.float32),
+                                                          cp.zeros(2, dtype=np.float32))),
+                               fastops.instance_norm(view.get(), np.ones(2, np.float32),
+                                                     np.zeros(2, np.float32)), atol=1e-6)

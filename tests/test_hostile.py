@@ -365,6 +365,19 @@ def _race_nms_onnx(rng):
                  iou_threshold=0.5, pad=True), "scores", scores.copy(), bad)
 
 
+def _instance_norm(rng):
+    x = _values(rng, _shape(rng, 3, 5), rng.choice(["float16", "float32", "float64"]))
+    c = x.shape[1]
+    return dict(x=x, scale=_values(rng, (c,), "float32"), bias=_values(rng, (c,), "float64"),
+                epsilon=float(rng.choice([1e-5, 0.0, 1.0])))
+
+
+def _race_instance_norm(rng):
+    x = rng.standard_normal((4, 8, 128, 128)).astype(np.float32)
+    bad = np.where(rng.random(x.shape) < 0.5, np.nan, np.inf).astype(np.float32)
+    return dict(x=x, scale=np.ones(8), bias=np.zeros(8)), "x", x.copy(), bad
+
+
 _BIG_TOPK = "kw = dict(x=rng.standard_normal((1, 1 << 23)).astype(np.float32), k=1 << 22)"
 _BIG_ELEMENTS = ("data = rng.standard_normal((4096, 64)).astype(np.float32)\n"
                  "idx = rng.integers(0, 4096, (1 << 19, 64))")
@@ -466,6 +479,16 @@ SPECS = [
                 "sampling_ratio=1 << 22)"),
            race=_race_roi),
 ]
+SPECS.append(
+    OpSpec("instance_norm", _instance_norm, data=("x", "scale", "bias"), floats=("x", "scale"),
+           scalars=("epsilon",),
+           zero=lambda rng: [(dict(x=np.zeros((2, 0, 3), np.float32), scale=np.ones(0),
+                                   bias=np.ones(0)), ((2, 0, 3),)),
+                             (dict(x=np.zeros((1, 2, 0, 4), np.float32), scale=np.ones(2),
+                                   bias=np.ones(2)), ((1, 2, 0, 4),))],
+           big="kw = dict(x=np.ones((8, 64, 256, 256), np.float32), scale=np.ones(64), "
+               "bias=np.ones(64))",
+           race=_race_instance_norm))
 SPEC = {s.name: s for s in SPECS}
 UTILITIES = {"backends", "get_num_threads", "set_num_threads"}
 
