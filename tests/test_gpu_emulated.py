@@ -395,3 +395,23 @@ def test_instance_norm(cp):
                                                           cp.zeros(2, dtype=np.float32))),
                                fastops.instance_norm(view.get(), np.ones(2, np.float32),
                                                      np.zeros(2, np.float32)), atol=1e-6)
+
+
+def test_kernels_are_compiled_without_flush_to_zero(cp):
+    """fastops compiles with NVRTC itself (CuPy's RawModule appends -ftz=true): every
+    compile of this module's kernels asked for -ftz=false and never for -ftz=true."""
+    fastops.topk(cp.asarray(np.array([0.0, 1e-45], np.float32)), 1)
+    seen = cp.cuda.nvrtc.compiled_options
+    assert seen and all("-ftz=false" in o and "-ftz=true" not in o for o in seen)
+    assert all(any(a.startswith("--gpu-architecture=") for a in o) for o in seen)
+
+
+def test_topk_and_cummax_on_denormals_match_the_cpu(cp):
+    x = np.array([[0, 1, 2, 0x80000001, 1, 0]], np.uint32).view(np.float32)  # denormals
+    for largest in (True, False):
+        same(host(fastops.topk(cp.asarray(x), 3, largest=largest))[1],
+             fastops.topk(x, 3, largest=largest)[1])
+    for fn in (fastops.cummax, fastops.cummin):
+        got, want = host(fn(cp.asarray(x), 1)), fn(x, 1)
+        same(got[1], want[1])
+        assert got[0].view(np.uint32).tolist() == want[0].view(np.uint32).tolist()

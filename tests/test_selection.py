@@ -321,3 +321,19 @@ def test_gpu_equals_cpu_exactly(xp):
             np.testing.assert_array_equal(fastops.cummax(x, axis)[1],
                                           to_numpy(fastops.cummax(xp.asarray(x), axis))[1])
         np.testing.assert_array_equal(fastops.nonzero(x), to_numpy(fastops.nonzero(xp.asarray(x))))
+
+
+def test_denormals_rank_like_the_cpu(xp):
+    """Denormals are ordinary numbers on every backend (the GPU kernels are compiled
+    without flush-to-zero): topk picks the largest denormal and cummax ties follow the bits."""
+    x = np.array([[0, 1, 2, 0x80000001, 1, 0]], np.uint32).view(np.float32)  # denormals
+    v, i = fastops.topk(xp.asarray(x), 1)
+    assert to_numpy(i).tolist() == [[2]]
+    for largest in (True, False):
+        np.testing.assert_array_equal(to_numpy(fastops.topk(xp.asarray(x), 4, largest=largest)[1]),
+                                      fastops.topk(x, 4, largest=largest)[1])
+    for fn in (fastops.cummax, fastops.cummin):
+        got = to_numpy(fn(xp.asarray(x), 1))
+        want = fn(x, 1)
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[0].view(np.uint32).tolist() == want[0].view(np.uint32).tolist()

@@ -8,6 +8,15 @@ scripts/check_kernels.py compiles all of them for sm_80 and sm_90 with NVRTC.
 """
 import os
 
+# NVRTC options of every fastops kernel (fastops/_gpu/_compile.py and
+# scripts/check_kernels.py use these, so CI compiles exactly what runs).  Not CuPy's
+# RawModule: it appends -ftz=true, which flushes denormal inputs and results of every
+# float32 operation and comparison, so a GPU result would depend on denormals where the
+# CPU's does not (topk([0, 1e-45], 1) picked index 0).  -ftz=false, IEEE division and
+# square root; FMA contraction stays allowed (kernels that promise CPU bit-identity use
+# the explicit round-to-nearest helpers of common.cuh).
+NVRTC_OPTIONS = ("-std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true")
+
 KERNEL_DIR = os.path.join(os.path.dirname(__file__), "kernels")
 
 # C type of each NumPy dtype name inside the kernels (float16 is computed in float32).

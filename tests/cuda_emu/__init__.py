@@ -30,14 +30,19 @@ def emulated_cupy():
         if host:
             raise TypeError(f"{op}: argument {host[0]!r} is on the CPU but {fake[0]!r} is "
                             f"on the GPU (emulated)")
-        return _dispatch.Backend("gpu", fake_cupy), tuple(arrays.values())
+        return _dispatch.Backend("gpu", fake_cupy, op), tuple(arrays.values())
 
+    # compiled "images" of the fake NVRTC are sources: keep them out of the user's cache
+    import os
+    cache_before = os.environ.get("FASTOPS_KERNEL_CACHE")
+    os.environ["FASTOPS_KERNEL_CACHE"] = os.path.join(fake_cupy._CACHE, "images")
     compile_before = sys.modules.get("fastops._gpu._compile")
     real_cupy = getattr(compile_before, "cupy", None)
     _dispatch.prepare = prepare
     if compile_before is not None:
         compile_before.cupy = fake_cupy
         compile_before._module.cache_clear()
+        compile_before._target.cache_clear()
     try:
         yield fake_cupy
     finally:
@@ -51,4 +56,9 @@ def emulated_cupy():
                 gpu_pkg.__dict__.pop("_compile", None)
             else:
                 comp.cupy = real_cupy
+                comp._target.cache_clear()
+        if cache_before is None:
+            os.environ.pop("FASTOPS_KERNEL_CACHE", None)
+        else:
+            os.environ["FASTOPS_KERNEL_CACHE"] = cache_before
         restore()

@@ -253,11 +253,19 @@ class _Stream:
 
 
 class Device:
+    compute_capability = "90"
+
     def __init__(self, device=None):
         self.id = 0 if device is None else int(device)
 
     def synchronize(self):
         pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 cuda = types.ModuleType("cupy.cuda")
@@ -468,6 +476,48 @@ class RawModule:
         return self._kernels[name]
 
 
+# --------------------------------------------------- cupy.cuda.nvrtc / cupy.cuda.function
+# fastops compiles with NVRTC itself (fastops/_gpu/_compile.py) and loads the image with
+# cupy.cuda.function.Module.  Here the "image" is the source, and loading it builds it
+# with g++ like RawModule does; the options are recorded so tests can check them.
+class NVRTCError(RuntimeError):
+    pass
+
+
+nvrtc = types.ModuleType("cupy.cuda.nvrtc")
+nvrtc.NVRTCError = NVRTCError
+nvrtc.compiled_options = []
+nvrtc.getVersion = lambda: (0, 0)
+nvrtc.getSupportedArchs = lambda: (80, 90)
+nvrtc.createProgram = lambda code, name, headers, includes: {"code": code}
+nvrtc.getProgramLog = lambda prog: ""
+nvrtc.destroyProgram = lambda prog: None
+
+
+def _nvrtc_compile(prog, options):
+    nvrtc.compiled_options.append(tuple(options))
+    prog["options"] = tuple(options)
+
+
+nvrtc.compileProgram = _nvrtc_compile
+nvrtc.getCUBIN = lambda prog: prog["code"].encode()
+nvrtc.getPTX = lambda prog: prog["code"]
+
+
+class Module:
+    def load(self, image):
+        self._raw = RawModule(code=image.decode() if isinstance(image, bytes) else image)
+
+    def get_function(self, name):
+        return self._raw.get_function(name)
+
+
+function = types.ModuleType("cupy.cuda.function")
+function.Module = Module
+cuda.nvrtc = nvrtc
+cuda.function = function
+
+
 # ------------------------------------------------------------------ install/uninstall
 def install():
     """Put this module in sys.modules as ``cupy`` (and cupy.cuda*); returns a restore fn."""
@@ -477,6 +527,8 @@ def install():
     sys.modules["cupy"] = me
     sys.modules["cupy.cuda"] = cuda
     sys.modules["cupy.cuda.runtime"] = runtime
+    sys.modules["cupy.cuda.nvrtc"] = nvrtc
+    sys.modules["cupy.cuda.function"] = function
 
     def restore():
         for n in [n for n in sys.modules if n == "cupy" or n.startswith("cupy.")]:
