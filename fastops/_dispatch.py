@@ -10,7 +10,9 @@ caller's framework (torch, JAX, ...).
 CuPy is imported only when a CuPy array (or a CUDA DLPack tensor) arrives, so
 ``import fastops`` never pays for it.
 """
+import functools
 import importlib
+import inspect
 import sys
 
 import numpy as np
@@ -29,6 +31,50 @@ def _dlpack_device(obj):
     if isinstance(obj, np.ndarray) or not hasattr(obj, "__dlpack_device__"):
         return None
     return int(obj.__dlpack_device__()[0])
+
+
+def _gpu_id(obj):
+    """The CUDA device id of a CuPy array or a CUDA DLPack tensor, else None."""
+    if _is_cupy(obj):
+        return obj.device.id
+    if obj is None or isinstance(obj, (np.ndarray, int, float, str)):
+        return None
+    if hasattr(obj, "__dlpack_device__") and not isinstance(obj, type):
+        kind, dev = obj.__dlpack_device__()
+        if int(kind) in _DL_CUDA:
+            return int(dev)
+    return None
+
+
+def public(fn):
+    """Decorator of every public op: a call with GPU arguments runs under their device
+    (kernels compiled for it, outputs allocated on it, whatever the current device), and
+    arguments on two different GPUs raise TypeError naming them, as mixing CPU and GPU
+    does.  Calls without GPU arguments pay one isinstance test per argument."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        values = args + tuple(kwargs.values())
+        if not any(_gpu_id(v) is not None for v in values):
+            return fn(*args, **kwargs)
+        bound = sig.bind(*args, **kwargs)
+        devices = {}
+        for name, v in bound.arguments.items():
+            dev = _gpu_id(v)
+            if dev is not None:
+                devices[name] = dev
+        first = next(iter(devices))
+        for name, dev in devices.items():
+            if dev != devices[first]:
+                raise TypeError(f"{fn.__name__}: argument {name!r} is on GPU {dev} but "
+                                f"{first!r} is on GPU {devices[first]}; move them to one "
+                                f"device (fastops does not copy between GPUs implicitly)")
+        with _cupy().cuda.Device(devices[first]):
+            return fn(*args, **kwargs)
+
+    op.__fastops_public__ = True
+    return op
 
 
 def _from_dlpack_fn(obj):

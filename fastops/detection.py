@@ -52,6 +52,7 @@ def _nms_offset(op, offset):
     return int(offset)
 
 
+@_dispatch.public
 def non_max_suppression(boxes: Array, scores: Array,
                         max_output_boxes_per_class: Optional[IntScalar] = None,
                         iou_threshold: FloatScalar = 0.0,
@@ -156,6 +157,7 @@ def non_max_suppression(boxes: Array, scores: Array,
     return be.wrap(out)
 
 
+@_dispatch.public
 def nms(boxes: Array, scores: Array, iou_threshold: FloatScalar,
         score_threshold: Optional[FloatScalar] = None, max_num: Optional[IntScalar] = None,
         offset: int = 0) -> Array:
@@ -213,6 +215,7 @@ def nms(boxes: Array, scores: Array, iou_threshold: FloatScalar,
     return be.wrap(be.xp.ascontiguousarray(sel[:, 2]))
 
 
+@_dispatch.public
 def batched_nms(boxes: Array, scores: Array, idxs: Array, iou_threshold: FloatScalar) -> Array:
     """Class-aware NMS (torchvision ``batched_nms``): boxes of different ``idxs`` never
     suppress each other.
@@ -312,6 +315,7 @@ def _host(a):
     return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
 
 
+@_dispatch.public
 def roi_align(x: Array, rois: Array, output_size: Union[int, Tuple[int, int]],
               spatial_scale: FloatScalar = 1.0, sampling_ratio: int = 0,
               mode: Literal["avg", "max", "onnx_max"] = "avg", aligned: bool = True,

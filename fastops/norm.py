@@ -7,6 +7,7 @@ from fastops import _dispatch, _validate
 from fastops._typing import Array, FloatScalar
 
 
+@_dispatch.public
 def instance_norm(x: Array, scale: Array, bias: Array, epsilon: FloatScalar = 1e-5) -> Array:
     """Normalize every (n, c) plane of ``x`` to zero mean and unit variance, then scale
     and shift it per channel::

@@ -232,6 +232,7 @@ _SEMANTICS = """
 """
 
 
+@_dispatch.public
 def scatter_elements(data: Array, indices: Array, updates: Array, axis: int = 0,
                      reduction: Reduction = "none") -> Array:
     """Copy of ``data`` with ``updates`` written at ``indices`` along ``axis``.
@@ -267,6 +268,7 @@ def scatter_elements(data: Array, indices: Array, updates: Array, axis: int = 0,
     return _scatter_elements("scatter_elements", data, indices, updates, axis, reduction)
 
 
+@_dispatch.public
 def scatter(data: Array, indices: Array, updates: Array, axis: int = 0) -> Array:
     """ONNX Scatter (opsets 9 and 11, deprecated in favour of ScatterElements).
 
@@ -281,6 +283,7 @@ scatter_elements.__doc__ = scatter_elements.__doc__ % _SEMANTICS
 
 
 # ----------------------------------------------------------------------- ScatterND
+@_dispatch.public
 def scatter_nd(data: Array, indices: Array, updates: Array,
                reduction: Reduction = "none") -> Array:
     """Copy of ``data`` with ``updates`` written at index tuples (ONNX ScatterND).
@@ -366,6 +369,7 @@ scatter_nd.__doc__ = scatter_nd.__doc__ % _SEMANTICS
 
 
 # ------------------------------------------------------------------ GatherElements
+@_dispatch.public
 def gather_elements(data: Array, indices: Array, axis: int = 0) -> Array:
     """Elements of ``data`` picked along ``axis`` by ``indices`` (ONNX GatherElements).
 
@@ -430,6 +434,7 @@ def gather_elements(data: Array, indices: Array, axis: int = 0) -> Array:
 
 
 # ------------------------------------------------------------------------ GatherND
+@_dispatch.public
 def gather_nd(data: Array, indices: Array, batch_dims: int = 0) -> Array:
     """Slices of ``data`` at index tuples (ONNX GatherND, opsets 11, 12, 13).
 

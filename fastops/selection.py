@@ -28,6 +28,7 @@ def _compute_dtype(x, be):
     return x.astype(be.xp.float32) if x.dtype == np.float16 else x
 
 
+@_dispatch.public
 def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
          sorted: bool = True) -> ValuesIndices:
     """The ``k`` largest (or smallest) elements of ``x`` along ``axis``.
@@ -109,6 +110,7 @@ def _cumulative(op, x, axis, is_max):
     return be.wrap(ValuesIndices(values, indices))
 
 
+@_dispatch.public
 def cummax(x: Array, axis: int) -> ValuesIndices:
     """Running maximum of ``x`` along ``axis`` and the index where it was taken.
 
@@ -130,6 +132,7 @@ def cummax(x: Array, axis: int) -> ValuesIndices:
     return _cumulative("cummax", x, axis, True)
 
 
+@_dispatch.public
 def cummin(x: Array, axis: int) -> ValuesIndices:
     """Running minimum of ``x`` along ``axis`` and its index; :func:`cummax` with ``<=``.
 
@@ -143,6 +146,7 @@ def cummin(x: Array, axis: int) -> ValuesIndices:
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
+@_dispatch.public
 def nonzero(x: Array) -> Array:
     """Indices of the nonzero elements, ONNX NonZero layout: int64 ``(x.ndim, nnz)``.
 

@@ -263,3 +263,26 @@ def test_public_functions_are_typed():
         untyped = [p for p in sig.parameters.values() if p.annotation is inspect.Parameter.empty]
         assert not untyped, f"{name}: parameters without annotations: {untyped}"
         assert sig.return_annotation is not inspect.Signature.empty, name
+
+
+def test_every_public_op_runs_on_its_arguments_device():
+    """Every public op goes through _dispatch.public (device of the GPU arguments, and a
+    TypeError for arguments on two GPUs); a new op must too."""
+    for name in set(fastops.__all__) - {"backends", "get_num_threads", "set_num_threads"}:
+        assert getattr(getattr(fastops, name), "__fastops_public__", False), name
+
+
+def test_arguments_on_two_gpus_are_refused():
+    from fastops import _dispatch
+
+    class OnGpu(FakeCudaTensor):
+        def __init__(self, dev):
+            self.dev = dev
+
+        def __dlpack_device__(self):
+            return (2, self.dev)
+
+    with pytest.raises(TypeError, match="gather_elements: argument 'indices' is on GPU 1 "
+                                        "but 'data' is on GPU 0"):
+        fastops.gather_elements(OnGpu(0), OnGpu(1))
+    assert _dispatch._gpu_id(np.zeros(2)) is None and _dispatch._gpu_id(3) is None

@@ -415,3 +415,32 @@ def test_topk_and_cummax_on_denormals_match_the_cpu(cp):
         got, want = host(fn(cp.asarray(x), 1)), fn(x, 1)
         same(got[1], want[1])
         assert got[0].view(np.uint32).tolist() == want[0].view(np.uint32).tolist()
+
+
+def test_calls_run_on_the_device_of_their_arguments(cp):
+    """Arrays on GPU 1 while GPU 0 is current: every kernel launches on GPU 1 (the fake
+    refuses a launch with arrays of another device) and outputs live there; arguments on
+    two GPUs raise TypeError naming both."""
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((4, 50)).astype(np.float32)
+    boxes, scores = clustered(rng, 30)
+    rois = np.array([[0, 1, 0, 20, 3], [0, 5, 1, 40, 2]], np.float32)
+    with cp.cuda.Device(1):
+        gx, gb, gs, gr = (cp.asarray(a) for a in (x, boxes, scores, rois))
+        gi = cp.asarray(rng.integers(0, 4, (3, 50)))
+        ones, zeros = cp.ones(4, dtype=np.float32), cp.zeros(4, dtype=np.float32)
+        positive = gx > 0
+    assert cp.cuda.Device().id == 0
+    results = [fastops.topk(gx, 3), fastops.cummax(gx, 1), fastops.nonzero(positive),
+               fastops.scatter_elements(gx, gi, gx[:3], 0, "max"),
+               fastops.gather_elements(gx, gi, 0), fastops.nms(gb, gs, 0.5),
+               fastops.instance_norm(gx[None], ones, zeros),
+               fastops.roi_align(gx.reshape(1, 1, 4, 50), gr, 2)]
+    for r in results:
+        for a in (r if isinstance(r, tuple) else (r,)):
+            assert a.device.id == 1
+    same(host(results[0])[1], fastops.topk(x, 3)[1])
+    same(host(results[5]), fastops.nms(boxes, scores, 0.5))
+    with pytest.raises(TypeError, match="scatter_elements: argument 'indices' is on GPU 0 "
+                                        "but 'data' is on GPU 1"):
+        fastops.scatter_elements(gx, cp.asarray(np.zeros((1, 50), np.int64)), gx[:1])

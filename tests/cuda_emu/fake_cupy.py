@@ -45,8 +45,19 @@ class EmuLaunchError(RuntimeError):
 _internal = threading.local()
 
 
+_current_device = [0]        # the device stack of `with Device(i):` blocks
+
+
 class ndarray(_np.ndarray):
-    """Host-memory array standing in for cupy.ndarray."""
+    """Host-memory array standing in for cupy.ndarray; it belongs to the device that was
+    current when it was made (two fake devices: kernels refuse arrays of another one)."""
+
+    def __array_finalize__(self, obj):
+        self._dev = getattr(obj, "_dev", _current_device[-1])
+
+    @property
+    def device(self):
+        return Device(self._dev)
 
     def get(self, stream=None, out=None):
         return _np.array(self.view(_np.ndarray), copy=True)
@@ -256,15 +267,19 @@ class Device:
     compute_capability = "90"
 
     def __init__(self, device=None):
-        self.id = 0 if device is None else int(device)
+        self.id = _current_device[-1] if device is None else int(device)
+        if not 0 <= self.id < runtime.getDeviceCount():
+            raise RuntimeError(f"emulated cupy: no device {self.id}")
 
     def synchronize(self):
         pass
 
     def __enter__(self):
+        _current_device.append(self.id)
         return self
 
     def __exit__(self, *exc):
+        _current_device.pop()
         return False
 
 
@@ -273,7 +288,7 @@ cuda.Device = Device
 cuda.get_current_stream = lambda *a: _Stream()
 cuda.Stream = _Stream
 runtime = types.ModuleType("cupy.cuda.runtime")
-runtime.getDeviceCount = lambda: 1
+runtime.getDeviceCount = lambda: 2
 runtime.runtimeGetVersion = lambda: 12000
 runtime.getDeviceProperties = lambda dev: {"name": b"cuda_emu (CPU)", "major": 9, "minor": 0,
                                            "totalGlobalMem": 1 << 34,
@@ -441,6 +456,10 @@ class RawKernel:
         if len(args) != len(self.params):
             raise TypeError(f"{self.name}: {len(args)} arguments for "
                             f"{len(self.params)} parameters")
+        for i, a in enumerate(args):
+            if isinstance(a, ndarray) and a._dev != _current_device[-1]:
+                raise EmuLaunchError(f"{self.name}: argument {i} lives on device {a._dev} but "
+                                     f"the launch is on device {_current_device[-1]}")
         keep = [self._convert(i, p, a) for i, (p, a) in enumerate(zip(self.params, args))]
         ptrs = (ctypes.c_void_p * max(1, len(keep)))(
             *[ctypes.cast(ctypes.pointer(k) if not isinstance(k, ctypes.Array) else k,
