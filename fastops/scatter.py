@@ -224,10 +224,13 @@ _SEMANTICS = """
                    two equal values (+0.0 and -0.0) the update wins for float32/64
                    and the current value for float16, as NumPy's x86 loops do
     bool           "add" is logical or, "mul" logical and, "max" or, "min" and
-    GPU            reductions use atomics (atomicCAS loops for mul/max/min and
-                   for 8/16-bit types), so float add/mul with duplicates may round
-                   in a different order than the CPU; one host sync per call for
-                   the index check
+    GPU            float reductions apply duplicates in row-major order like the
+                   CPU (add/mul: a stable sort of the updates by destination, then
+                   one thread per destination; max/min: a closed form with
+                   atomics on order keys), so they are deterministic and equal the
+                   CPU bit for bit; integer reductions use atomics (exact in any
+                   order); "none" with duplicates keeps one of them
+                   (nondeterministic); one host sync per call for the index check
     =============  ==============================================================
 """
 

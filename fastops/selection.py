@@ -43,7 +43,8 @@ def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
     largest : bool
         True for the largest values (descending), False for the smallest (ascending).
     sorted : bool
-        With False the k winners come in an unspecified order (the set is the same).
+        With False the k winners come in ascending index order on every backend (ONNX
+        leaves the order unspecified; fastops makes it deterministic).
 
     Returns
     -------

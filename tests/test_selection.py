@@ -337,3 +337,17 @@ def test_denormals_rank_like_the_cpu(xp):
         want = fn(x, 1)
         np.testing.assert_array_equal(got[1], want[1])
         assert got[0].view(np.uint32).tolist() == want[0].view(np.uint32).tolist()
+
+
+def test_unsorted_topk_is_in_index_order(xp):
+    """sorted=False: the same set as sorted=True, in ascending index order on every path
+    (heap, partition, chunked long rows) and backend: deterministic."""
+    rng = np.random.default_rng(31)
+    for shape, k in (((4, 1000), 5), ((4, 1000), 300), ((1, 300000), 40), ((2, 50), 50)):
+        x = np.round(rng.standard_normal(shape) * 3).astype(np.float32)   # many ties
+        v, i = fastops.topk(xp.asarray(x), k, sorted=False)
+        v, i = to_numpy(v), to_numpy(i)
+        sv, si = fastops.topk(x, k, sorted=True)
+        assert (np.diff(i, axis=1) > 0).all()
+        np.testing.assert_array_equal(i, np.sort(si, axis=1))
+        np.testing.assert_array_equal(v, np.take_along_axis(x, i, 1))

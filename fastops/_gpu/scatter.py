@@ -62,8 +62,27 @@ def _ordered_minmax(out, upd, targets, reduction, d):
            (flat, np.int64(n), upd, red, best, first, last))
 
 
-def _is_float_minmax(dtype, reduction):
-    return np.dtype(dtype).kind == "f" and reduction >= 3
+def _ordered_reduce(out, upd, targets, reduction, d):
+    """Float add/mul applied in row-major order per target (the CPU's order of roundings):
+    a stable sort of the update positions by target, then one thread per target run.
+    Costs a sort of the updates where atomics cost none; it makes float add/mul with
+    duplicates deterministic and bit-identical to the CPU.  max/min have a closed form
+    without the sort (_ordered_minmax)."""
+    import cupy
+    from fastops._gpu._compile import kernel, launch
+    if reduction >= 3:
+        return _ordered_minmax(out, upd, targets, reduction, d)
+    order = cupy.argsort(targets)          # stable: row-major within a target
+    launch(kernel("scatter", "segmented_apply", **d), upd.size,
+           (out.reshape(-1), upd, order, targets[order], np.int64(upd.size),
+            np.int32(reduction)))
+
+
+def _is_float_reduction(dtype, reduction):
+    """Float reductions run in row-major order (deterministic, CPU bits); integer add and
+    mul wrap, which atomics compute exactly in any order, and integer max/min ties are
+    the same bits; "none" with duplicates may take any of them (API.md)."""
+    return np.dtype(dtype).kind == "f" and reduction >= 1
 
 
 def scatter_elements(data, out, idx, upd, O, m, In, outer_off, inner_off, s_outer, s_inner,
@@ -83,11 +102,11 @@ def scatter_elements(data, out, idx, upd, O, m, In, outer_off, inner_off, s_oute
         out[...] = data
     layout = (np.int64(m), np.int64(In), _ptr(outer_off), _ptr(inner_off), np.int64(s_outer),
               np.int64(s_inner), np.int64(s_axis), np.int64(n_axis))
-    if _is_float_minmax(out.dtype, reduction):
+    if _is_float_reduction(out.dtype, reduction):
         targets = cupy.empty(count, dtype=np.int64)
         launch(kernel("scatter", "elements_targets" + sfx, **d), count,
                (idx, np.int64(count)) + layout + (targets,))
-        _ordered_minmax(out, upd, targets, reduction, d)
+        _ordered_reduce(out, upd, targets, reduction, d)
         return -1
     launch(kernel("scatter", "scatter_elements" + sfx, **d), count,
            (out, idx, upd, np.int64(count)) + layout + (np.int32(reduction),))
@@ -124,12 +143,12 @@ def scatter_nd(data, out, idx, N, k, dims, upd, S, reduction):
         return first
     if data is not None:
         out[...] = data.reshape(out.shape)
-    if N * S and _is_float_minmax(out.dtype, reduction):
+    if N * S and _is_float_reduction(out.dtype, reduction):
         import cupy
         targets = cupy.empty(N * S, dtype=np.int64)
         launch(kernel("scatter", "nd_targets", **d), N * S,
                (rows, np.int64(N), np.int64(S), targets))
-        _ordered_minmax(out, upd, targets, reduction, d)
+        _ordered_reduce(out, upd, targets, reduction, d)
     elif N * S:
         launch(kernel("scatter", "scatter_nd_apply", **d), N * S,
                (out, upd, rows, np.int64(N), np.int64(S), np.int32(reduction)))

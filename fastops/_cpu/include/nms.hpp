@@ -25,14 +25,6 @@
 
 #include "common.hpp"
 
-// The IoU must be bit-identical to the ONNX reference and to the GPU kernels (which use
-// _rn intrinsics): never contract `a + b - x * y` into an FMA, even with -march=native.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("fp-contract=off")
-#elif defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
-
 namespace fastops {
 namespace nmsk {
 

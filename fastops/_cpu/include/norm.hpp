@@ -14,7 +14,8 @@
 // m_hi and the remainder m_lo, a = scale / sqrt(var + eps) and b = bias.  For data near its
 // mean, x - m_hi is exact (Sterbenz), so a float32 plane with a mean of 1e4 keeps the
 // accuracy of a float64 computation (a few ulp of y) instead of losing 1e4 * 2^-24 to a
-// folded shift.  No FMA contraction: the GPU kernel computes the same bits.
+// folded shift.  No FMA contraction (setup.py: -ffp-contract=off): the GPU kernel
+// computes the same bits.
 //
 // Parallelism: with at least as many planes as threads, a thread computes a plane's
 // statistics and normalizes it while it is still in cache (x read from memory once);
@@ -32,11 +33,6 @@
 #include <omp.h>
 #endif
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("fp-contract=off")
-#elif defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
 
 namespace fastops {
 

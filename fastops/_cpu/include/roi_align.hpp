@@ -45,14 +45,6 @@
 #include <omp.h>
 #endif
 
-// Bit-identity with ONNX Runtime, the ONNX reference and the GPU kernel: never contract
-// the sample arithmetic into FMAs, even with -march=native.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("fp-contract=off")
-#elif defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
-
 namespace fastops {
 
 enum RoiPool : int { kRoiAvg = 0, kRoiMax = 1, kRoiOnnxMax = 2 };

@@ -69,8 +69,9 @@ inline void heap_sift_down(Entry<T>* h, int64_t k, int64_t pos) {
   h[pos] = item;
 }
 
-// Select the k best of `m` candidates read by `get(j) -> Entry`, into out[0:k]
-// (best first when `sorted`).  `scratch` grows to m entries on the partition path.
+// Select the k best of `m` candidates read by `get(j) -> Entry`, into out[0:k]: best first
+// when `sorted`, else in ascending index order (deterministic, and what the GPU kernel's
+// ordered compaction gives).  `scratch` grows to m entries on the partition path.
 //
 // Algorithm switch, measured on the 2-core CI machine (x86-64, one thread, float32
 // normal rows; heap vs nth_element+sort of the k winners, ms per 2M elements):
@@ -78,6 +79,11 @@ inline void heap_sift_down(Entry<T>* h, int64_t k, int64_t pos) {
 //   n=100000: k=1024 15 vs 21, k=2048 25 vs 24.
 // The heap wins while n/k is above about 24 (replacements grow like k*log(n/k)).
 constexpr int64_t kHeapRatio = 24;
+
+template <typename T>
+inline void sort_by_index(Entry<T>* e, int64_t k) {
+  std::sort(e, e + k, [](const Entry<T>& a, const Entry<T>& b) { return a.i < b.i; });
+}
 
 template <typename T, bool Largest, typename Get>
 inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
@@ -117,6 +123,7 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     }
     for (; j < m; ++j) consider(j);
     if (sorted) std::sort(out, out + k, R());
+    else sort_by_index(out, k);
     return;
   }
   if (static_cast<int64_t>(scratch.size()) < m) scratch.resize(m);
@@ -124,6 +131,7 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
   for (int64_t j = 0; j < m; ++j) s[j] = get(j);
   if (k < m) std::nth_element(s, s + (k - 1), s + m, R());
   if (sorted) std::sort(s, s + k, R());
+  else sort_by_index(s, k);
   std::memcpy(out, s, sizeof(Entry<T>) * k);
 }
 

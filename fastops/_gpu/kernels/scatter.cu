@@ -216,7 +216,7 @@ extern "C" __global__ void gather_nd_apply(const T* data, const i64* rows, i64 N
   }
 }
 
-// ------------------------------------------- float max/min in row-major order (red 3-6)
+// ------------------------------------------- float reductions in row-major order (red 1-6)
 // Atomics apply duplicates in arrival order, and for floats max/min that order shows:
 // +0.0 vs -0.0 ties and NaN payloads.  The CPU applies np.maximum/np.minimum in
 // row-major order of the updates (include/scatter.hpp), which has a closed form: the
@@ -265,6 +265,23 @@ extern "C" __global__ void minmax_finish(T* out, i64 n, const T* upd, int red, c
     } else if (last[e] >= 0) {
       out[e] = upd[last[e]];
     }
+  }
+}
+#endif
+
+// Float add/mul in row-major order: the update positions sorted (stably) by target, so
+// each target's updates are one run in row-major order; the thread at a run's start
+// applies the run sequentially, exactly the CPU's sequence of roundings.
+// order: positions sorted by target; st[i] = targets[order[i]] (-1: skipped).
+#if KIND == 2
+extern "C" __global__ void segmented_apply(T* out, const T* upd, const i64* order,
+                                           const i64* st, i64 count, int red) {
+  for (i64 i = grid_start(); i < count; i += grid_step()) {
+    const i64 t = st[i];
+    if (t < 0 || (i > 0 && st[i - 1] == t)) continue;
+    T acc = out[t];
+    for (i64 j = i; j < count && st[j] == t; ++j) acc = combine(acc, upd[order[j]], red);
+    out[t] = acc;
   }
 }
 #endif

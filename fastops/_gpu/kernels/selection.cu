@@ -46,7 +46,6 @@ extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64
   __shared__ unsigned long long hist[256];
   __shared__ KEY s_prefix;
   __shared__ i64 s_remaining;
-  __shared__ unsigned long long s_greater;
   __shared__ i64 scan_buf[1024];
   const int tid = threadIdx.x, bd = blockDim.x;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -83,34 +82,35 @@ extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64
       __syncthreads();
     }
     const KEY kth = prefix;
-    const i64 take_eq = remaining, n_greater = k - remaining;
-    if (tid == 0) s_greater = 0;
-    __syncthreads();
-    i64 eq_base = 0;
+    const i64 take_eq = remaining;
+    // Ordered compaction: the winners (every key above the k-th, then the lowest-index
+    // keys equal to it) go to their slots in index order, by two block scans per tile,
+    // so the unsorted output is deterministic (ascending index, as on the CPU).
+    i64 eq_base = 0, sel_base = 0;
     for (i64 base = 0; base < n; base += bd) {
       const i64 i = base + tid;
+      KEY key = 0;
       i64 is_eq = 0;
       if (i < n) {
-        KEY key = rank_key(row[i * s_n], largest);
-        if (key > kth) {
-          i64 slot = (i64)atomicAdd(&s_greater, 1ull);
-          if (slot < n_greater) {  // more only if x changed since the select passes
-            rk[slot] = key;
-            ri[slot] = i;
-          }
-        }
+        key = rank_key(row[i * s_n], largest);
         is_eq = key == kth;
       }
-      const i64 incl = block_inclusive_scan<i64>(is_eq, scan_buf);
-      const i64 rank = eq_base + incl - is_eq;
-      if (is_eq && rank < take_eq) {
-        rk[n_greater + rank] = kth;
-        ri[n_greater + rank] = i;
+      const i64 incl_eq = block_inclusive_scan<i64>(is_eq, scan_buf);
+      const i64 sel = i < n && (key > kth || (is_eq && eq_base + incl_eq - is_eq < take_eq));
+      const i64 incl_sel = block_inclusive_scan<i64>(sel, scan_buf);
+      const i64 slot = sel_base + incl_sel - sel;
+      if (sel && slot < k) {  // more only if x changed since the select passes
+        rk[slot] = key;
+        ri[slot] = i;
       }
-      // the block total is the last thread's inclusive sum
-      if (tid == bd - 1) scan_buf[0] = incl;
+      // the block totals are the last thread's inclusive sums
+      if (tid == bd - 1) {
+        scan_buf[0] = incl_eq;
+        scan_buf[1] = incl_sel;
+      }
       __syncthreads();
       eq_base += scan_buf[0];
+      sel_base += scan_buf[1];
       __syncthreads();
     }
     for (i64 t = k + tid; t < P; t += bd) {  // padding ranks after every real entry

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Copy this checkout (tracked and untracked-but-not-ignored files) into DIR and build the
+# CPU extensions there in place, with the build variables given after DIR, e.g.
+#   bash scripts/build_copy.sh /tmp/fastops-native FASTOPS_MARCH_NATIVE=1
+# Used by scripts/sanitize.sh and scripts/native_check.sh; never touches this checkout's
+# build.  Needs the environment of the normal install (numpy; Cython and setuptools are
+# installed here if missing, since pip builds fastops in an isolated environment).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR="$1"
+shift
+rm -rf "$DIR"
+mkdir -p "$DIR"
+git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$DIR"
+cd "$DIR"
+python -c "import Cython, setuptools" 2>/dev/null || \
+  python -m pip install -q "Cython>=3.0" "setuptools>=77" wheel
+env "$@" python setup.py -q build_ext --inplace -j 2 > build.log 2>&1 || {
+  tail -50 build.log; exit 1; }
+# the copy first on sys.path, so its build is the one imported
+python -c "import fastops, os; assert fastops.__file__.startswith(os.getcwd()), fastops.__file__"
