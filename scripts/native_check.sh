@@ -11,6 +11,7 @@ DIR="${FASTOPS_NATIVE_DIR:-/tmp/fastops-native}"
 bash "$(dirname "$0")/build_copy.sh" "$DIR" FASTOPS_MARCH_NATIVE=1
 cd "$DIR"
 if [ $# -eq 0 ]; then
-  set -- tests/test_roi_align.py tests/test_nms.py tests/test_norm.py tests/test_gpu_emulated.py
+  set -- tests/test_roi_align.py tests/test_nms.py tests/test_norm.py tests/test_resize.py \
+    tests/test_gpu_emulated.py tests/test_gpu_emulated_resample.py
 fi
 python -m pytest -q -p no:cacheprovider "$@"

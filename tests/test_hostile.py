@@ -479,6 +479,38 @@ SPECS = [
                 "sampling_ratio=1 << 22)"),
            race=_race_roi),
 ]
+def _resize(rng):
+    x = _values(rng, _shape(rng, 1, 4), rng.choice(["uint8", "int8", "int32", "int64",
+                                                    "float16", "float32", "float64"]))
+    axes = sorted(set(int(a) for a in rng.integers(0, x.ndim, 2)))
+    kw = dict(x=x, axes=axes, mode=str(rng.choice(["nearest", "linear", "cubic"])),
+              coordinate_transformation_mode=str(rng.choice(
+                  ["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel"])),
+              antialias=bool(rng.integers(2)))
+    if rng.random() < 0.5:
+        kw["scales"] = [float(rng.choice([0.5, 0.75, 1.0, 1.5, 2.0])) for _ in axes]
+    else:
+        kw["sizes"] = [int(rng.integers(1, 9)) for _ in axes]
+    return kw
+
+
+def _race_resize(rng):
+    x = rng.standard_normal((4, 3, 256, 256)).astype(np.float32)
+    bad = np.where(rng.random(x.shape) < 0.5, np.nan, np.inf).astype(np.float32)
+    return dict(x=x, scales=[1, 1, 0.7, 1.3], mode="cubic"), "x", x.copy(), bad
+
+
+SPECS.append(
+    OpSpec("resize", _resize, data=("x",), floats=("x",),
+           scalars=("cubic_coeff_a", "extrapolation_value"),
+           zero=lambda rng: [(dict(x=np.zeros((0, 4), np.float32), scales=[1.0, 2.0]),
+                              ((0, 8),)),
+                             (dict(x=np.zeros((3, 4), np.uint8), sizes=[0, 2], axes=[0, 1]),
+                              ((0, 2),))],
+           rank=None,
+           big="kw = dict(x=np.ones((64, 64), np.float32), scales=[128.0, 128.0], "
+               "mode='linear')",
+           race=_race_resize))
 SPECS.append(
     OpSpec("instance_norm", _instance_norm, data=("x", "scale", "bias"), floats=("x", "scale"),
            scalars=("epsilon",),

@@ -1,5 +1,6 @@
-// Bilinear sampling helpers shared by the interpolating CPU kernels (roi_align now;
-// resize, grid_sample and deform_conv are meant to reuse the same pieces).
+// Sampling helpers shared by the interpolating CPU kernels (roi_align, resize; grid_sample
+// and deform_conv are meant to reuse the same pieces): bilinear axis weights, the cubic
+// convolution coefficients and the rounding of interpolated integer outputs.
 //
 // A bilinear sample is separable: each axis gives two neighbours and two weights
 // (AxisLerp), and the four corner weights are products of the axis weights.  Kernels
@@ -7,7 +8,10 @@
 // column once and combine them per sample; the corner weights are computed exactly as
 // the peers compute them (w1 = hy * hx, ...), so results stay bit-identical to them.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 namespace fastops {
 
@@ -76,6 +80,75 @@ inline T bilinear_at(const T* row_lo, const T* row_hi, const AxisLerp<T>& y,
   T t[4];
   bilinear_terms(row_lo, row_hi, y, x, t);
   return t[0] + t[1] + t[2] + t[3];
+}
+
+// ------------------------------------------------------------------ cubic convolution
+// Keys' cubic convolution kernel with parameter a (ONNX cubic_coeff_a, torch's A = -0.75,
+// OpenCV's -0.75, TensorFlow's -0.5), the four weights of the taps at distances
+// 1 + t, t, 1 - t, 2 - t from a sample at fraction t in [0, 1] past its left neighbour.
+// The expressions are the ONNX reference's (_cubic_coeffs) and torch's
+// (get_cubic_upsample_coefficients) operation for operation, evaluated in T, so that a
+// kernel computing in T agrees with them bit for bit (build without FMA contraction).
+template <typename T>
+inline void cubic_coeffs(T t, T a, T c[4]) {
+  const T x1 = t + T(1);
+  c[0] = ((a * x1 - T(5) * a) * x1 + T(8) * a) * x1 - T(4) * a;
+  c[1] = ((a + T(2)) * t - (a + T(3))) * t * t + T(1);
+  const T x2 = T(1) - t;
+  c[2] = ((a + T(2)) * x2 - (a + T(3))) * x2 * x2 + T(1);
+  const T x3 = x2 + T(1);
+  c[3] = ((a * x3 - T(5) * a) * x3 + T(8) * a) * x3 - T(4) * a;
+}
+
+// The same kernel as a function of a signed distance x (the ONNX reference's
+// _cubic_coeffs_antialias / Pillow's bicubic filter form): 0 beyond |x| >= 2.
+template <typename T>
+inline T cubic_kernel(T x, T a) {
+  x = std::fabs(x);
+  const T x2 = x * x;
+  const T x3 = x * x2;
+  if (x <= T(1)) return (a + T(2)) * x3 - (a + T(3)) * x2 + T(1);
+  if (x < T(2)) return a * x3 - T(5) * a * x2 + T(8) * a * x - T(4) * a;
+  return T(0);
+}
+
+// ------------------------------------------------------------------ integer outputs
+// An interpolated value v (computed in float or double) stored to the element type Out:
+// floats are cast; integers are rounded half away from zero and saturated to Out's
+// range (API.md), NaN becomes Out's minimum.  Every step is exact: r = trunc(v) and
+// v - r are representable, so the result is the correctly rounded value of v.
+template <typename Out, typename W>
+inline Out round_saturate(W v) {
+  if constexpr (std::is_floating_point<Out>::value) {
+    return static_cast<Out>(v);
+  } else if constexpr (sizeof(Out) < 8) {
+    // clamp in W first (also NaN -> lo), convert, round, clamp again in the integer type
+    // (hi may round up in W, e.g. 2^31 - 1 in float)
+    using I = typename std::conditional<(sizeof(Out) <= 2), int32_t, int64_t>::type;
+    const W lo = static_cast<W>(std::numeric_limits<Out>::min());
+    const W hi = static_cast<W>(std::numeric_limits<Out>::max());
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    I i = static_cast<I>(v);  // truncation
+    const W d = v - static_cast<W>(i);
+    i += static_cast<I>(d >= W(0.5)) - static_cast<I>(d <= W(-0.5));
+    const I omin = static_cast<I>(std::numeric_limits<Out>::min());
+    const I omax = static_cast<I>(std::numeric_limits<Out>::max());
+    i = i < omin ? omin : i;
+    i = i > omax ? omax : i;
+    return static_cast<Out>(i);
+  } else {
+    // int64 / uint64 from double: hi = 2^63 (or 2^64) is not an Out value
+    const W lo = static_cast<W>(std::numeric_limits<Out>::min());
+    const W hi = static_cast<W>(std::numeric_limits<Out>::max());  // rounds up to 2^k
+    if (!(v > lo)) return std::numeric_limits<Out>::min();
+    if (!(v < hi)) return std::numeric_limits<Out>::max();
+    Out i = static_cast<Out>(v);
+    const W d = v - static_cast<W>(i);
+    if (d >= W(0.5)) ++i;
+    else if (d <= W(-0.5)) --i;
+    return i;
+  }
 }
 
 }  // namespace fastops
