@@ -13,6 +13,7 @@ CuPy is imported only when a CuPy array (or a CUDA DLPack tensor) arrives, so
 import functools
 import importlib
 import inspect
+import math
 import sys
 
 import numpy as np
@@ -31,6 +32,10 @@ def _dlpack_device(obj):
     if isinstance(obj, np.ndarray) or not hasattr(obj, "__dlpack_device__"):
         return None
     return int(obj.__dlpack_device__()[0])
+
+
+# argument types that are never on a GPU (the decorator's fast path skips them)
+_HOST_TYPES = frozenset({np.ndarray, int, float, bool, str, type(None), tuple, list})
 
 
 def _gpu_id(obj):
@@ -55,8 +60,10 @@ def public(fn):
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        values = args + tuple(kwargs.values())
-        if not any(_gpu_id(v) is not None for v in values):
+        for v in (*args, *kwargs.values()):
+            if type(v) not in _HOST_TYPES and _gpu_id(v) is not None:
+                break
+        else:
             return fn(*args, **kwargs)
         bound = sig.bind(*args, **kwargs)
         devices = {}
@@ -90,6 +97,15 @@ def _from_dlpack_fn(obj):
     return fn
 
 
+_KERNEL_MODULES = {}        # (backend name, family) -> kernel module
+
+
+@functools.lru_cache(maxsize=None)
+def _pool_empty():
+    from fastops._cpu._pool import empty   # imported on the first CPU output
+    return empty
+
+
 class Backend:
     """One call's backend: ``name`` is "cpu" or "gpu", ``xp`` the array module, ``op``
     the public function it serves (named in allocation errors)."""
@@ -104,8 +120,12 @@ class Backend:
 
     def kernels(self, family):
         """The kernel module of one op family: fastops._cpu.<family> or fastops._gpu.<family>."""
-        pkg = "fastops._cpu." if self.name == "cpu" else "fastops._gpu."
-        return importlib.import_module(pkg + family)
+        key = (self.name, family)
+        mod = _KERNEL_MODULES.get(key)
+        if mod is None:
+            pkg = "fastops._cpu." if self.name == "cpu" else "fastops._gpu."
+            mod = _KERNEL_MODULES[key] = importlib.import_module(pkg + family)
+        return mod
 
     def empty(self, shape, dtype, sized_by=None):
         """An uninitialized output array; large host outputs reuse pooled blocks
@@ -114,21 +134,19 @@ class Backend:
         The size is computed with exact integers first: an output that cannot exist, or
         that the allocator refuses, raises MemoryError naming the op, the shape and
         ``sized_by`` (the arguments that set the size, e.g. "output_size=(7, 7)")."""
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(map(int, shape))
         dtype = np.dtype(dtype)
-        nbytes = dtype.itemsize
-        for s in shape:
-            nbytes *= s
-        why = f" (set by {sized_by})" if sized_by else ""
+        nbytes = dtype.itemsize * math.prod(shape)
         if nbytes > sys.maxsize:
+            why = f" (set by {sized_by})" if sized_by else ""
             raise MemoryError(f"{self.op}: an output of shape {shape} and dtype {dtype}{why} "
                               f"would need {nbytes} bytes, more than any process can address")
         try:
             if self.name == "cpu":
-                from fastops._cpu._pool import empty
-                return empty(shape, dtype)
+                return _pool_empty()(shape, dtype)
             return self.xp.empty(shape, dtype=dtype)
         except MemoryError as exc:
+            why = f" (set by {sized_by})" if sized_by else ""
             raise MemoryError(f"{self.op}: cannot allocate an output of shape {shape} and "
                               f"dtype {dtype}{why} ({nbytes} bytes): {exc}") from None
 

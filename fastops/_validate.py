@@ -6,6 +6,7 @@ they check or clamp where they use them, so a race gives a wrong answer at worst
 out-of-bounds access.
 """
 import functools
+import math
 import operator
 
 import numpy as np
@@ -17,6 +18,11 @@ NUMERIC = UNSIGNED + SIGNED + FLOATS
 
 # Kernels take int64 extents and offsets; no Python int outside this range reaches them.
 INT64_MAX = (1 << 63) - 1
+
+
+def prod(dims):
+    """Exact product of extents (Python ints: no int64 wrap-around, whatever they came as)."""
+    return math.prod(map(int, dims))
 
 
 @functools.lru_cache(maxsize=None)

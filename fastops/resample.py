@@ -257,11 +257,7 @@ def axis_tables(be, recs, mode, ctm, nearest_mode, cubic_a, antialias, exclude_o
 
 
 # ------------------------------------------------------------------ apply
-def _prod(dims):
-    p = 1
-    for d in dims:
-        p *= int(d)
-    return p
+_prod = _validate.prod
 
 
 def _view5(x, a, b):

@@ -85,11 +85,7 @@ def _updates(op, updates, data):
     return updates
 
 
-def _prod(shape):
-    p = 1
-    for s in shape:
-        p *= int(s)
-    return p
+_prod = _validate.prod
 
 
 def _linear_stride(shape, strides):

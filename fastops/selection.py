@@ -1,4 +1,5 @@
 """TopK, cummax/cummin and NonZero: validation and shaping, then the backend kernel."""
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,8 +19,7 @@ class ValuesIndices(NamedTuple):
 def _as_3d(x, axis, be):
     """View x as (outer, n, inner) around ``axis`` (a copy only when strides forbid a view)."""
     shape = x.shape
-    outer = int(np.prod(shape[:axis], dtype=np.int64))
-    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
     return be.element_view(x.reshape(outer, shape[axis], inner))
 
 
