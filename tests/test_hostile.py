@@ -521,6 +521,69 @@ SPECS.append(
            big="kw = dict(x=np.ones((8, 64, 256, 256), np.float32), scale=np.ones(64), "
                "bias=np.ones(64))",
            race=_race_instance_norm))
+def _deform_conv(rng, modulated=False):
+    N, C = int(rng.integers(1, 3)), int(rng.choice([1, 2, 4]))
+    kh, kw = (int(v) for v in rng.integers(1, 4, 2))
+    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    pads = tuple(int(v) for v in rng.integers(0, 3, 4))
+    # at least 2 output positions per axis: a huge stride or padding changes the shape
+    H = (kh - 1) * dil[0] + 1 + stride[0] + int(rng.integers(0, 4))
+    W = (kw - 1) * dil[1] + 1 + stride[1] + int(rng.integers(0, 4))
+    OH = (H + pads[0] + pads[2] - (kh - 1) * dil[0] - 1) // stride[0] + 1
+    OW = (W + pads[1] + pads[3] - (kw - 1) * dil[1] - 1) // stride[1] + 1
+    groups = int(rng.choice([g for g in (1, 2) if C % g == 0]))
+    dg = int(rng.choice([d for d in (1, 2, 4) if C % d == 0]))
+    M = groups * int(rng.integers(1, 3))
+    dt = str(rng.choice(["float32", "float64", "float16"]))
+    kw_ = dict(x=rng.standard_normal((N, C, H, W)).astype(dt),
+               offset=rng.uniform(-3, 3, (N, 2 * dg * kh * kw, OH, OW)).astype(dt),
+               weight=rng.standard_normal((M, C // groups, kh, kw)).astype(dt),
+               bias=rng.standard_normal(M).astype(dt) if rng.random() < 0.5 else None,
+               stride=stride, padding=pads, dilation=dil, groups=groups, deform_groups=dg)
+    if modulated or rng.random() < 0.5:
+        kw_["mask"] = rng.uniform(0, 1, (N, dg * kh * kw, OH, OW)).astype(dt)
+    if not modulated:
+        kw_["im2col_step"] = int(rng.integers(1, 5))
+    return kw_
+
+
+def _race_deform_conv(rng):
+    x = rng.standard_normal((2, 32, 48, 48)).astype(np.float32)
+    off = rng.uniform(-4, 4, (2, 18, 48, 48)).astype(np.float32)
+    bad = np.where(rng.random(off.shape) < 0.5, np.nan, 3e38).astype(np.float32)
+    bad[::2] = -np.inf
+    return (dict(x=x, offset=off, weight=rng.standard_normal((16, 32, 3, 3)).astype(np.float32),
+                 padding=1), "offset", off.copy(), bad)
+
+
+def _dcn_zero(rng):
+    f = np.float32
+    return [(dict(x=np.zeros((0, 2, 4, 4), f), offset=np.zeros((0, 18, 2, 2), f),
+                  weight=np.zeros((3, 2, 3, 3), f)), ((0, 3, 2, 2),)),
+            (dict(x=np.zeros((1, 0, 4, 4), f), offset=np.zeros((1, 18, 2, 2), f),
+                  weight=np.zeros((3, 0, 3, 3), f), bias=np.ones(3, f)), ((1, 3, 2, 2),)),
+            (dict(x=np.zeros((1, 2, 0, 4), f), offset=np.zeros((1, 18, 2, 4), f),
+                  weight=np.zeros((3, 2, 3, 3), f), padding=(2, 1)), ((1, 3, 2, 4),)),
+            (dict(x=np.zeros((1, 2, 2, 4), f), offset=np.zeros((1, 18, 0, 2), f),
+                  weight=np.zeros((3, 2, 3, 3), f)), ((1, 3, 0, 2),))]
+
+
+_DCN_INTS = {"stride": None, "padding": None, "dilation": None, "groups": None,
+             "deform_groups": None}
+SPECS.append(
+    OpSpec("deform_conv2d", _deform_conv, data=("x", "offset", "weight", "bias", "mask"),
+           ints={**_DCN_INTS, "im2col_step": _equiv(im2col_step=1)},
+           floats=("x", "offset", "weight", "bias", "mask"), zero=_dcn_zero,
+           # the call's own buffers fit; the kernel's channels-last copy of x (64 MiB) not
+           big=("kw = dict(x=np.ones((1, 64, 512, 512), np.float32), "
+                "offset=np.zeros((1, 2, 512, 512), np.float32), "
+                "weight=np.ones((1, 64, 1, 1), np.float32))"),
+           headroom_mb=48, race=_race_deform_conv))
+SPECS.append(
+    OpSpec("modulated_deform_conv2d", lambda rng: _deform_conv(rng, True),
+           data=("x", "offset", "mask", "weight", "bias"), ints=dict(_DCN_INTS),
+           floats=("x", "offset", "mask", "weight", "bias")))
 SPEC = {s.name: s for s in SPECS}
 UTILITIES = {"backends", "get_num_threads", "set_num_threads"}
 

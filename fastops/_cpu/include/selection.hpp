@@ -333,7 +333,7 @@ template <typename U>
 int64_t nonzero_count(const U* x, int64_t size, U mask, int nchunks, int64_t* counts,
                       int nthreads) {
   const int64_t len = (size + nchunks - 1) / nchunks;
-#pragma omp parallel for num_threads(nthreads) schedule(static)
+#pragma omp parallel for num_threads(threads_for(size, nthreads)) schedule(static)
   for (int c = 0; c < nchunks; ++c) {
     int64_t b = c * len, e = std::min(size, b + len), cnt = 0;
     for (int64_t i = b; i < e; ++i) cnt += (x[i] & mask) != 0;
@@ -387,7 +387,7 @@ void nonzero_fill(const U* x, int64_t size, U mask, int ndim, const int64_t* sha
                   int nthreads) {
   const int64_t len = (size + nchunks - 1) / nchunks;
   const int64_t last = shape[ndim - 1];
-#pragma omp parallel for num_threads(nthreads) schedule(static)
+#pragma omp parallel for num_threads(threads_for(size, nthreads)) schedule(static)
   for (int c = 0; c < nchunks; ++c) {
     const int64_t b = c * len, e = std::min(size, b + len);
     int64_t k = offsets[c];

@@ -1,0 +1,246 @@
+# Typed entry point for the deformable-convolution kernel in include/deform_conv.hpp,
+# plus the one piece of run-time set-up that kernel needs: a single-threaded CBLAS GEMM.
+# Inputs are validated and shaped by fastops.conv; the kernel call releases the GIL.
+#
+# Which GEMM.  The kernel calls one GEMM per (tile, group) from inside its OpenMP
+# threads, so the BLAS must run single-threaded there: OpenBLAS's own pthread pool under
+# OpenMP threads oversubscribes (measured 3-5x slower on the 2-core VM), and OpenBLAS
+# serializes concurrent multi-threaded calls behind a lock.  fastops has no BLAS
+# dependency, but NumPy's wheels bundle OpenBLAS (ILP64, symbols prefixed "scipy_" and
+# suffixed "64_"), already loaded in the process: _find_blas() takes sgemm/dgemm and the
+# thread-count functions from that library with ctypes, checks them on a small product,
+# and hands the function addresses to the kernel.  While a call runs, OpenBLAS's
+# process-wide thread count is 1 (_OneBlasThread, reference-counted across concurrent
+# calls, restored afterwards); fastops.set_num_threads governs the OpenMP threads that
+# call it.  (OpenBLAS 0.3.31's openblas_set_num_threads_local is process-wide too in
+# this pthreads build, checked.)  Without such a library (NumPy built against
+# Accelerate, MKL, or from source) the kernel uses its portable builtin GEMM (2.5-3x
+# slower overall on 2x64x64x64 -> 64, 3x3).
+#
+# Options not taken.  scipy.linalg.cython_blas would add a runtime dependency for one op
+# (and SciPy is not installed in this project's environment).  Calling numpy.matmul per
+# tile from Python alternates OpenMP's and OpenBLAS's thread pools: with 2 OpenBLAS
+# threads the GEMM of 2x64x64x64 -> 64 alone took 44-48 ms while the whole op here took
+# 32-36 ms in the same (busy) minute; on 1x256x100x136 -> 256, where the GEMM dominates,
+# that GEMM alone (271-292 ms) left too little room (the whole op: 311-329 ms) for the
+# sampling that such a design adds back, serially.  In quiet minutes the op runs 11-14
+# and 155 ms on 2 threads (fastops/_bench/conv.py).
+import ctypes
+import glob
+import os
+import threading
+
+import numpy as np
+
+from cython cimport floating
+from libc.stdint cimport int64_t, uintptr_t
+from libcpp cimport bool as cbool
+
+cdef extern from "deform_conv.hpp" namespace "fastops" nogil:
+    cdef cppclass DcnGemm "fastops::DcnGemm":
+        uintptr_t sgemm, dgemm
+        cbool ilp64
+    void c_deform_conv2d "fastops::deform_conv2d"[T](
+        const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sxN, int64_t sxC,
+        int64_t sxH, int64_t sxW, const T* off, int64_t soN, int64_t soC, int64_t soH,
+        int64_t soW, const T* mask, int64_t smN, int64_t smC, int64_t smH, int64_t smW,
+        const T* weight, int64_t M, int64_t KH, int64_t KW, int64_t swM, int64_t swC,
+        int64_t swH, int64_t swW, const T* bias, int64_t sb, int64_t stride_h,
+        int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dil_h, int64_t dil_w,
+        int64_t groups, int64_t dgroups, T* out, int64_t OH, int64_t OW, const DcnGemm& gemm,
+        cbool use_blas, int nthreads) except +   # std::bad_alloc (scratch) -> MemoryError
+    void c_gemm_nt "fastops::dcn_gemm_nt"[T](
+        const DcnGemm& g, cbool blas, int64_t M, int64_t N, int64_t K, const T* A,
+        int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc, T* pack) except +
+    int64_t kGemmNR "fastops::kGemmNR"
+
+
+cdef DcnGemm _gemm
+cdef bint _use_blas = False
+_blas_info = None           # (library path, get_threads, set_threads) of the BLAS in use
+_guard_lock = threading.Lock()
+_guard_depth = 0
+_guard_saved = 1
+
+# (sgemm, dgemm, ILP64?, get threads, set threads) symbol names, NumPy's wheel spelling first
+_SYMBOLS = [
+    ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", True,
+     "scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+    ("cblas_sgemm64_", "cblas_dgemm64_", True,
+     "openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+    ("cblas_sgemm", "cblas_dgemm", False, "openblas_get_num_threads", "openblas_set_num_threads"),
+]
+
+
+def _candidate_libraries():
+    """OpenBLAS shipped inside the NumPy installation (Linux/Windows wheels: numpy.libs
+    beside the package; macOS wheels: numpy/.dylibs)."""
+    import numpy
+    pkg = os.path.dirname(os.path.abspath(numpy.__file__))
+    found = []
+    for d in (os.path.join(os.path.dirname(pkg), "numpy.libs"), os.path.join(pkg, ".dylibs")):
+        found.extend(sorted(glob.glob(os.path.join(d, "*openblas*"))))
+    return found
+
+
+def _fnptr(lib, name):
+    try:
+        return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+    except AttributeError:
+        return 0
+
+
+def _selftest():
+    """A 5x7x300 product in both precisions against NumPy's matmul (catches an ABI
+    mismatch, e.g. an LP64 library taken for ILP64)."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    for dt in (np.float32, np.float64):
+        a = rng.standard_normal((5, 300)).astype(dt)
+        b = rng.standard_normal((7, 300)).astype(dt)
+        c = np.full((5, 9), np.nan, dt)
+        _gemm_nt(a, b, c, True)
+        want = a.astype(np.float64) @ b.astype(np.float64).T
+        if not np.allclose(c[:, :7], want, rtol=1e-4, atol=1e-3) or \
+                not np.isnan(c[:, 7:]).all():
+            return False
+    return True
+
+
+def _find_blas():
+    global _use_blas, _blas_info
+    for path in _candidate_libraries():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for s_name, d_name, ilp64, get_name, set_name in _SYMBOLS:
+            s, d = _fnptr(lib, s_name), _fnptr(lib, d_name)
+            if not (s and d) or not (_fnptr(lib, get_name) and _fnptr(lib, set_name)):
+                continue   # a BLAS whose threads cannot be controlled is not used
+            getter = getattr(lib, get_name)
+            setter = getattr(lib, set_name)
+            getter.restype = ctypes.c_int
+            getter.argtypes = []
+            setter.restype = None
+            setter.argtypes = [ctypes.c_int]
+            _gemm.sgemm = s
+            _gemm.dgemm = d
+            _gemm.ilp64 = ilp64
+            _use_blas = True
+            _blas_info = (path, getter, setter)
+            try:
+                ok = _selftest()
+            except Exception:
+                ok = False
+            if ok:
+                return
+            _use_blas = False
+            _blas_info = None
+    _gemm.sgemm = 0
+    _gemm.dgemm = 0
+    _use_blas = False
+    _blas_info = None
+
+
+def gemm_backend():
+    """"blas:<library path>" or "builtin": the GEMM the kernel uses now."""
+    return f"blas:{_blas_info[0]}" if _use_blas else "builtin"
+
+
+def set_gemm(str which):
+    """Choose the GEMM ("blas" or "builtin"; for tests and benchmarks); returns the
+    previous choice.  "blas" without a usable library stays "builtin"."""
+    global _use_blas
+    before = "blas" if _use_blas else "builtin"
+    if which == "builtin":
+        _use_blas = False
+    elif which == "blas":
+        _use_blas = _blas_info is not None
+    else:
+        raise ValueError(f"set_gemm: which={which!r} is not 'blas' or 'builtin'")
+    return before
+
+
+class _OneBlasThread:
+    """OpenBLAS's thread count is 1 while any kernel call runs (first entrant saves it,
+    last leaver restores it)."""
+
+    def __enter__(self):
+        global _guard_depth, _guard_saved
+        if _blas_info is None:
+            return self
+        with _guard_lock:
+            if _guard_depth == 0:
+                _guard_saved = _blas_info[1]()
+                if _guard_saved != 1:
+                    _blas_info[2](1)
+            _guard_depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        global _guard_depth
+        if _blas_info is None:
+            return False
+        with _guard_lock:
+            _guard_depth -= 1
+            if _guard_depth == 0 and _guard_saved != 1:
+                _blas_info[2](_guard_saved)
+        return False
+
+
+def _gemm_nt(const floating[:, ::1] a, const floating[:, ::1] b, floating[:, ::1] c,
+             bint blas):
+    """c[:, :b.shape[0]] = a . b^T through the kernel's GEMM path (tests, self-test)."""
+    cdef bint use = blas and _use_blas
+    cdef floating[::1] pack = np.empty(max(1, a.shape[1] * kGemmNR),
+                                       np.float32 if floating is float else np.float64)
+    with _OneBlasThread():
+        with nogil:
+            c_gemm_nt(_gemm, use, a.shape[0], b.shape[0], a.shape[1], &a[0, 0], a.shape[1],
+                      &b[0, 0], b.shape[1], &c[0, 0], c.shape[1], &pack[0])
+
+
+cdef inline int64_t _s(Py_ssize_t stride, Py_ssize_t item) noexcept nogil:
+    return stride // item
+
+
+def deform_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] offset,
+                  const floating[:, :, :, :] mask, const floating[:, :, :, :] weight,
+                  const floating[:] bias, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                  int64_t pad_w, int64_t dil_h, int64_t dil_w, int64_t groups,
+                  int64_t deform_groups, floating[:, :, :, ::1] out, int nthreads):
+    """x (N, C, H, W), offset (N, 2*dg*kh*kw, OH, OW), mask (N, dg*kh*kw, OH, OW) or None,
+    weight (M, C/groups, kh, kw), bias (M,) or None: any element strides, all in the
+    compute type.  out (N, M, OH, OW) contiguous with N, M, OH, OW >= 1; pad_h/pad_w are
+    the top/left pads (the bottom/right ones only set OH/OW)."""
+    cdef Py_ssize_t isz = sizeof(floating)
+    # zero-size axes (C, H or W = 0): the data pointer of the empty view, never read
+    cdef const floating* xp = &x[0, 0, 0, 0]
+    cdef const floating* wp = &weight[0, 0, 0, 0]
+    cdef const floating* mp = NULL
+    cdef const floating* bp = NULL
+    cdef int64_t smN = 0, smC = 0, smH = 0, smW = 0, sb = 0
+    if mask is not None:
+        mp = &mask[0, 0, 0, 0]
+        smN = _s(mask.strides[0], isz); smC = _s(mask.strides[1], isz)
+        smH = _s(mask.strides[2], isz); smW = _s(mask.strides[3], isz)
+    if bias is not None:
+        bp = &bias[0]
+        sb = _s(bias.strides[0], isz)
+    with _OneBlasThread():
+        with nogil:
+            c_deform_conv2d(
+                xp, x.shape[0], x.shape[1], x.shape[2], x.shape[3], _s(x.strides[0], isz),
+                _s(x.strides[1], isz), _s(x.strides[2], isz), _s(x.strides[3], isz),
+                &offset[0, 0, 0, 0], _s(offset.strides[0], isz), _s(offset.strides[1], isz),
+                _s(offset.strides[2], isz), _s(offset.strides[3], isz),
+                mp, smN, smC, smH, smW,
+                wp, weight.shape[0], weight.shape[2], weight.shape[3],
+                _s(weight.strides[0], isz), _s(weight.strides[1], isz),
+                _s(weight.strides[2], isz), _s(weight.strides[3], isz),
+                bp, sb, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, deform_groups,
+                &out[0, 0, 0, 0], out.shape[2], out.shape[3], _gemm, _use_blas, nthreads)
+
+
+_find_blas()
