@@ -10,6 +10,7 @@ from fastops.detection import batched_nms, nms, non_max_suppression, roi_align
 from fastops.conv import deform_conv2d, modulated_deform_conv2d
 from fastops.norm import instance_norm
 from fastops.resample import resize
+from fastops.sampling import grid_sample
 from fastops.scatter import gather_elements, gather_nd, scatter, scatter_elements, scatter_nd
 from fastops.selection import cummax, cummin, nonzero, topk
 
@@ -24,6 +25,6 @@ __all__ = [
     "topk", "cummax", "cummin", "nonzero",
     "scatter", "scatter_elements", "scatter_nd", "gather_elements", "gather_nd",
     "non_max_suppression", "nms", "batched_nms", "roi_align",
-    "resize", "deform_conv2d", "modulated_deform_conv2d", "instance_norm",
+    "resize", "grid_sample", "deform_conv2d", "modulated_deform_conv2d", "instance_norm",
     "backends", "get_num_threads", "set_num_threads",
 ]

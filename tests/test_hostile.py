@@ -584,6 +584,38 @@ SPECS.append(
     OpSpec("modulated_deform_conv2d", lambda rng: _deform_conv(rng, True),
            data=("x", "offset", "mask", "weight", "bias"), ints=dict(_DCN_INTS),
            floats=("x", "offset", "mask", "weight", "bias")))
+def _grid_sample(rng):
+    five = rng.random() < 0.3
+    N, C = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+    spatial = tuple(int(v) for v in rng.integers(1, 6, 3 if five else 2))
+    out = tuple(int(v) for v in rng.integers(1, 5, 3 if five else 2))
+    dt = str(rng.choice(["float32", "float64", "float16", "uint8", "int16"]))
+    modes = ["bilinear", "nearest"] + ([] if five else ["bicubic"])
+    return dict(x=_values(rng, (N, C) + spatial, dt),
+                grid=rng.uniform(-1.3, 1.3, (N,) + out + (len(spatial),)).astype(
+                    rng.choice(["float32", "float64"])),
+                mode=str(rng.choice(modes)),
+                padding_mode=str(rng.choice(["zeros", "border", "reflection"])),
+                align_corners=bool(rng.integers(2)))
+
+
+def _race_grid_sample(rng):
+    x = rng.standard_normal((2, 16, 64, 64)).astype(np.float32)
+    grid = rng.uniform(-1, 1, (2, 64, 64, 2)).astype(np.float32)
+    bad = np.where(rng.random(grid.shape) < 0.5, np.nan, 3e38).astype(np.float32)
+    return dict(x=x, grid=grid, mode="bicubic", padding_mode="reflection"), "grid", \
+        grid.copy(), bad
+
+
+SPECS.append(
+    OpSpec("grid_sample", _grid_sample, data=("x", "grid"), floats=("x", "grid"),
+           zero=lambda rng: [(dict(x=np.zeros((0, 2, 3, 3), np.float32),
+                                   grid=np.zeros((0, 4, 4, 2), np.float32)), ((0, 2, 4, 4),)),
+                             (dict(x=np.zeros((1, 2, 3, 3), np.float32),
+                                   grid=np.zeros((1, 0, 4, 2), np.float32)), ((1, 2, 0, 4),))],
+           big="kw = dict(x=np.ones((1, 256, 8, 8), np.float32), "
+               "grid=np.zeros((1, 256, 256, 2), np.float32))",
+           race=_race_grid_sample))
 SPEC = {s.name: s for s in SPECS}
 UTILITIES = {"backends", "get_num_threads", "set_num_threads"}
 

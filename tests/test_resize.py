@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fastops.resample import resize
-from tests.conftest import to_numpy
+from tests.conftest import peer, to_numpy
 from tests.onnx_cases import case_names, load_case, run_reference
 from tests.reference.resize import resize_ref, round_half_away
 
@@ -102,7 +102,7 @@ def test_node_data_count():
 
 
 def _ort():
-    return pytest.importorskip("onnxruntime")
+    return peer("onnxruntime")
 
 
 def _resize_model(x, opset=19, scales=None, sizes=None, roi=None, **attrs):
@@ -566,7 +566,7 @@ def test_onnxruntime_output_length_float32():
 
 # ------------------------------------------------------------------ torch
 def _torch():
-    return pytest.importorskip("torch")
+    return peer("torch")
 
 
 @pytest.mark.parametrize("size", [(8, 12), (2, 3), (12, 5), (4, 6)])

@@ -100,6 +100,21 @@ inline void cubic_coeffs(T t, T a, T c[4]) {
   c[3] = ((a * x3 - T(5) * a) * x3 + T(8) * a) * x3 - T(4) * a;
 }
 
+// The same weights in the order torch's grid_sample computes them (GridSamplerKernel.cpp
+// get_cubic_coefficients): the last tap's distance is 2 - t, not (1 - t) + 1, which
+// rounds differently; grid_sample matches torch bit for bit with this one.
+template <typename T>
+inline void cubic_coeffs_grid(T t, T a, T c[4]) {
+  T v = t + T(1);
+  c[0] = ((a * v - T(5) * a) * v + T(8) * a) * v - T(4) * a;
+  v = t;
+  c[1] = ((a + T(2)) * v - (a + T(3))) * v * v + T(1);
+  v = T(1) - t;
+  c[2] = ((a + T(2)) * v - (a + T(3))) * v * v + T(1);
+  v = T(2) - t;
+  c[3] = ((a * v - T(5) * a) * v + T(8) * a) * v - T(4) * a;
+}
+
 // The same kernel as a function of a signed distance x (the ONNX reference's
 // _cubic_coeffs_antialias / Pillow's bicubic filter form): 0 beyond |x| >= 2.
 template <typename T>
@@ -112,17 +127,48 @@ inline T cubic_kernel(T x, T a) {
   return T(0);
 }
 
+// ------------------------------------------------------------------ exact rounding
+// floor / trunc / round-half-to-even without SSE4.1 (the baseline x86-64 build would call
+// libm for std::floor and std::nearbyint once per coordinate); exact for every input.
+template <typename T>
+constexpr T integral_threshold() {  // 2^23 (float), 2^52 (double): larger values are integers
+  return T(1) / std::numeric_limits<T>::epsilon();
+}
+
+template <typename T>
+inline T exact_trunc(T v) {
+  if (!(std::fabs(v) < integral_threshold<T>())) return v;  // NaN, inf, integral
+  return std::copysign(static_cast<T>(static_cast<int64_t>(v)), v);
+}
+
+template <typename T>
+inline T exact_floor(T v) {
+  const T t = exact_trunc(v);
+  return t > v ? t - T(1) : t;
+}
+
+// Round half to even (std::nearbyint in the default rounding mode, torch's Vec::round).
+template <typename T>
+inline T exact_rint(T v) {
+  const T big = integral_threshold<T>();
+  const T a = std::fabs(v);
+  if (!(a < big)) return v;
+  return std::copysign((a + big) - big, v);
+}
+
 // ------------------------------------------------------------------ integer outputs
 // An interpolated value v (computed in float or double) stored to the element type Out:
 // floats are cast; integers are rounded half away from zero and saturated to Out's
-// range (API.md), NaN becomes Out's minimum.  Every step is exact: r = trunc(v) and
+// range (API.md), NaN becomes 0.  Every step is exact: r = trunc(v) and
 // v - r are representable, so the result is the correctly rounded value of v.
 template <typename Out, typename W>
 inline Out round_saturate(W v) {
   if constexpr (std::is_floating_point<Out>::value) {
     return static_cast<Out>(v);
+  } else if (v != v) {
+    return Out(0);
   } else if constexpr (sizeof(Out) < 8) {
-    // clamp in W first (also NaN -> lo), convert, round, clamp again in the integer type
+    // clamp in W first, convert, round, clamp again in the integer type
     // (hi may round up in W, e.g. 2^31 - 1 in float)
     using I = typename std::conditional<(sizeof(Out) <= 2), int32_t, int64_t>::type;
     const W lo = static_cast<W>(std::numeric_limits<Out>::min());

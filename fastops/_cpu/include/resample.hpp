@@ -831,7 +831,8 @@ __attribute__((target("avx2"))) int64_t store_row_avx2(const float* src, int64_t
     __m256i q[4];
     for (int i = 0; i < 4; ++i) {
       __m256 v = _mm256_loadu_ps(src + j + 8 * i);
-      v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);  // NaN -> lo
+      v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));  // NaN -> 0
+      v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
       __m256i r = _mm256_cvttps_epi32(v);
       const __m256 d = _mm256_sub_ps(v, _mm256_cvtepi32_ps(r));
       r = _mm256_sub_epi32(r, _mm256_castps_si256(_mm256_cmp_ps(d, half, _CMP_GE_OQ)));
@@ -850,7 +851,7 @@ __attribute__((target("avx2"))) int64_t store_row_avx2(const float* src, int64_t
 #endif
 
 // dst = round_saturate(src).  float -> 8-bit with SSE2 or AVX2 (the scalar loop does not
-// vectorize: 4 ns per value), the same operations as round_saturate: clamp (NaN -> lo),
+// vectorize: 4 ns per value), the same operations as round_saturate: NaN -> 0, clamp,
 // truncate, correct by the exact remainder, pack.  Measured (2-core machine, 1 thread)
 // on 6.2M values: SSE2 2.4 ms, AVX2 1.3 ms.
 template <typename W, typename T>
@@ -869,7 +870,8 @@ inline void store_row(const W* src, int64_t n, T* dst, bool avx2 = false) {
     const __m128 half = _mm_set1_ps(0.5f), mhalf = _mm_set1_ps(-0.5f);
     auto round4 = [&](const float* p) {
       __m128 v = _mm_loadu_ps(p);
-      v = _mm_max_ps(v, lo);  // (v > lo) ? v : lo, NaN -> lo
+      v = _mm_and_ps(v, _mm_cmpord_ps(v, v));  // NaN -> 0
+      v = _mm_max_ps(v, lo);  // (v > lo) ? v : lo
       v = _mm_min_ps(v, hi);
       __m128i i = _mm_cvttps_epi32(v);
       const __m128 d = _mm_sub_ps(v, _mm_cvtepi32_ps(i));

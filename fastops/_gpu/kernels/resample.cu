@@ -224,9 +224,10 @@ extern "C" __global__ void axis_table(i64 n_in, i64 n_out, int mode, int ctm, in
 
 // ------------------------------------------------------------------ apply
 // interp.hpp round_saturate: floats are cast; integers rounded half away from zero and
-// saturated (NaN -> T_MIN), every step exact.
+// saturated (NaN -> 0), every step exact.
 __device__ __forceinline__ T store_value(W v) {
 #if T_INT
+  if (v != v) return (T)0;
 #if T_BITS == 64
   const W lo = (W)T_MIN, hi = (W)T_MAX;  // hi rounds up to 2^63 / 2^64
   if (!(v > lo)) return (T)T_MIN;
