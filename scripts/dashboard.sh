@@ -1,16 +1,70 @@
 #!/usr/bin/env bash
-# Benchmark the last N commits of main with asv (each commit is built in its own
-# virtualenv under asv_bench/.asv) and publish the HTML dashboard.
+# The asv performance dashboard: fastops and every installed peer as lines over commits.
 #
-#   bash scripts/dashboard.sh [N=10] [asv run options, e.g. -b TimeSelection]
-#   cd asv_bench && asv preview        # then open http://127.0.0.1:8080
+#   bash scripts/dashboard.sh publish        # the HTML from the results kept in the repo
+#                                            # (seconds); then: cd asv_bench && asv preview
+#   bash scripts/dashboard.sh record [asv run options]
+#                                            # measure this checkout once and keep it
+#   bash scripts/dashboard.sh history N [asv run options]
+#                                            # rebuild and measure the last N commits
+#
+# record is what each landed change does (on a quiet machine: nothing else running, check
+# `uptime`): it measures the fastops importable here (this checkout, built in place or
+# installed editable) under the current commit's hash and machine name
+# $FASTOPS_ASV_MACHINE (default fastops-2core, the 2-vCPU CI machine class), with raw
+# samples (--record-samples; the JSON also keeps each point's quartiles and 99%
+# interval, so the noise of a point can be read next to it), into
+# asv_bench/results/<machine>/, which is committed.  The environment is named "fastops"
+# whatever the venv path, so measurements from different sessions form one line.
+# About 20-30 minutes on the 2-core machine for the whole suite with 7 repeats
+# (asv's -b REGEX limits it).
+#
+# history is the full rerun for a dedicated benchmark machine: every commit is built
+# in its own virtualenv under asv_bench/.asv (3-4 minutes of compilation each here) and
+# measured with the suite's default repeats: about 40-60 minutes per commit on the 2-core
+# machine, so history 10 is most of a day.  Its results land in the same results tree.
 set -euo pipefail
 cd "$(dirname "$0")/../asv_bench"
-N="${1:-10}"
+MACHINE="${FASTOPS_ASV_MACHINE:-fastops-2core}"
+cmd="${1:-publish}"
 shift || true
-asv machine --yes > /dev/null
-git rev-list --max-count="$N" main > .asv-commits   # fewer commits than N is fine
-asv run HASHFILE:.asv-commits --skip-existing-commits "$@"
-rm -f .asv-commits
-asv publish
-echo "dashboard written to asv_bench/.asv/html; view it with: cd asv_bench && asv preview"
+case "$cmd" in
+  publish)
+    asv publish
+    echo "dashboard written to asv_bench/.asv/html; view it with: cd asv_bench && asv preview"
+    ;;
+  record)
+    asv machine --yes --machine "$MACHINE" > /dev/null
+    commit="$(git rev-parse HEAD)"
+    python -m fastops info
+    asv run --python=same --set-commit-hash "$commit" --machine "$MACHINE" \
+      --record-samples -a repeat=7 --show-stderr "$@"
+    # one environment name for every session's venv (asv derives it from the python path)
+    python - "$MACHINE" "${commit:0:8}" <<'EOF'
+import glob, json, os, sys
+machine, short = sys.argv[1:]
+for path in glob.glob(os.path.join("results", machine, short + "-existing-*.json")):
+    data = json.load(open(path))
+    data["env_name"] = "fastops"
+    data["python"] = "python"
+    target = os.path.join("results", machine, short + "-fastops.json")
+    json.dump(data, open(target, "w"), separators=(",", ":"))
+    os.remove(path)
+    print("kept", target)
+EOF
+    asv publish
+    ;;
+  history)
+    N="${1:-10}"
+    shift || true
+    asv machine --yes --machine "$MACHINE" > /dev/null
+    git rev-list --max-count="$N" main > .asv-commits   # fewer commits than N is fine
+    asv run HASHFILE:.asv-commits --machine "$MACHINE" --skip-existing-commits "$@"
+    rm -f .asv-commits
+    asv publish
+    ;;
+  *)
+    echo "usage: bash scripts/dashboard.sh {publish|record|history N} [asv run options]" >&2
+    exit 2
+    ;;
+esac
