@@ -7,6 +7,7 @@ __version__ = "0.1.0"
 
 from fastops._threads import get_num_threads, set_num_threads
 from fastops.detection import batched_nms, nms, non_max_suppression, roi_align
+from fastops.control import loop
 from fastops.conv import deform_conv2d, modulated_deform_conv2d
 from fastops.norm import instance_norm
 from fastops.resample import resize
@@ -26,5 +27,6 @@ __all__ = [
     "scatter", "scatter_elements", "scatter_nd", "gather_elements", "gather_nd",
     "non_max_suppression", "nms", "batched_nms", "roi_align",
     "resize", "grid_sample", "deform_conv2d", "modulated_deform_conv2d", "instance_norm",
+    "loop",
     "backends", "get_num_threads", "set_num_threads",
 ]

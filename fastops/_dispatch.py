@@ -35,7 +35,7 @@ def _dlpack_device(obj):
 
 
 # argument types that are never on a GPU (the decorator's fast path skips them)
-_HOST_TYPES = frozenset({np.ndarray, int, float, bool, str, type(None), tuple, list})
+_SCALAR_TYPES = frozenset({np.ndarray, int, float, bool, str, type(None)})
 
 
 def _gpu_id(obj):
@@ -51,26 +51,45 @@ def _gpu_id(obj):
     return None
 
 
+def _any_gpu(values):
+    for v in values:
+        t = type(v)
+        if t in _SCALAR_TYPES:
+            continue
+        if t is list or t is tuple:        # sequences of arrays (ONNX sequences, *args)
+            if _any_gpu(v):
+                return True
+        elif _gpu_id(v) is not None:
+            return True
+    return False
+
+
+def _gpu_arguments(name, v, found):
+    """(argument name, device) of every GPU array in ``v``, into ``found``."""
+    if type(v) is list or type(v) is tuple:
+        for k, item in enumerate(v):
+            _gpu_arguments(f"{name}[{k}]", item, found)
+        return
+    dev = _gpu_id(v)
+    if dev is not None:
+        found.setdefault(name, dev)
+
+
 def public(fn):
     """Decorator of every public op: a call with GPU arguments runs under their device
     (kernels compiled for it, outputs allocated on it, whatever the current device), and
     arguments on two different GPUs raise TypeError naming them, as mixing CPU and GPU
-    does.  Calls without GPU arguments pay one isinstance test per argument."""
+    does.  Arrays inside list/tuple arguments (and ``*args``) count too.  Calls without
+    GPU arguments pay one type test per argument."""
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        for v in (*args, *kwargs.values()):
-            if type(v) not in _HOST_TYPES and _gpu_id(v) is not None:
-                break
-        else:
+        if not _any_gpu(args) and not _any_gpu(kwargs.values()):
             return fn(*args, **kwargs)
-        bound = sig.bind(*args, **kwargs)
         devices = {}
-        for name, v in bound.arguments.items():
-            dev = _gpu_id(v)
-            if dev is not None:
-                devices[name] = dev
+        for name, v in sig.bind(*args, **kwargs).arguments.items():
+            _gpu_arguments(name, v, devices)
         first = next(iter(devices))
         for name, dev in devices.items():
             if dev != devices[first]:

@@ -616,6 +616,15 @@ SPECS.append(
            big="kw = dict(x=np.ones((1, 256, 8, 8), np.float32), "
                "grid=np.zeros((1, 256, 256, 2), np.float32))",
            race=_race_grid_sample))
+def _loop(rng):
+    stop = int(rng.integers(0, 4))
+
+    def body(i, cond):
+        return (i + 1 < stop, np.float32(i))      # a while loop: it stops by itself
+    return dict(body=body, max_trip_count=int(rng.integers(0, 6)), cond=True)
+
+
+SPECS.append(OpSpec("loop", _loop, ints={"max_trip_count": _equiv(max_trip_count=None)}))
 SPEC = {s.name: s for s in SPECS}
 UTILITIES = {"backends", "get_num_threads", "set_num_threads"}
 

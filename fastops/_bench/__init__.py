@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 from typing import Callable, Dict, Optional
 
-FAMILIES = ("selection", "scatter", "nms", "roi_align", "resample", "grid_sample", "conv", "norm")
+FAMILIES = ("selection", "scatter", "nms", "roi_align", "resample", "grid_sample", "conv", "norm", "onnx")
 
 
 @dataclasses.dataclass

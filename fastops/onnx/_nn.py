@@ -1,0 +1,274 @@
+"""Convolution and pooling on NumPy/CuPy for running exported backbones: Conv as im2col
+(a strided window view) + one GEMM per group (1x1 convolutions are a plain GEMM, depthwise
+ones a sum over the kernel taps), ConvTranspose as a GEMM per tap scattered into the
+output, MaxPool/AveragePool as reductions over the window view.
+
+These are not fastops kernels (no OpenMP code of ours); they make a whole detector run
+without onnxruntime.  The GEMMs are NumPy's (BLAS) or CuPy's (cuBLAS).
+"""
+import numpy as np
+
+from fastops.onnx._registry import Unsupported, blas_guard, kernel
+
+
+def _tuple(v, k, default):
+    if v is None:
+        return (default,) * k
+    return tuple(int(a) for a in v)
+
+
+def _geometry(in_sp, kext, strides, pads, auto_pad, ceil_mode=False):
+    """(pads_begin, pads_end, out) per spatial axis, with ONNX's auto_pad and ceil_mode."""
+    k = len(in_sp)
+    pb, pe, out = [0] * k, [0] * k, [0] * k
+    for i in range(k):
+        n, e, s = in_sp[i], kext[i], strides[i]
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-n // s)
+            total = max((o - 1) * s + e - n, 0)
+            small = total // 2
+            pb[i], pe[i] = (small, total - small) if auto_pad == "SAME_UPPER" else \
+                (total - small, small)
+            out[i] = o
+        elif auto_pad == "VALID":
+            out[i] = (n - e) // s + 1 if n >= e else 0
+        else:
+            pb[i], pe[i] = pads[i], pads[i + k]
+            span = n + pb[i] + pe[i] - e
+            if ceil_mode:
+                o = -(-span // s) + 1
+                if (o - 1) * s >= n + pb[i]:       # the last window must start inside
+                    o -= 1
+            else:
+                o = span // s + 1
+            out[i] = max(o, 0)
+    return pb, pe, out
+
+
+def _windows(xp, xpad, kernel, strides, dils, out):
+    """A (N, C, *out, *kernel) strided view of the padded input (no copy)."""
+    st = xpad.strides
+    r = len(kernel)
+    shape = tuple(xpad.shape[:2]) + tuple(out) + tuple(kernel)
+    strides_v = (st[0], st[1]) + tuple(st[2 + i] * strides[i] for i in range(r)) + \
+        tuple(st[2 + i] * dils[i] for i in range(r))
+    return xp.lib.stride_tricks.as_strided(xpad, shape, strides_v)
+
+
+def _pad_input(xp, x, pb, pe, value):
+    if not any(pb) and not any(pe):
+        return xp.ascontiguousarray(x)
+    width = [(0, 0), (0, 0)] + list(zip(pb, pe))
+    return xp.pad(x, width, mode="constant", constant_values=value)
+
+
+def _conv_attrs(n):
+    return dict(auto_pad=n.attr("auto_pad", "NOTSET"), strides=n.attr("strides"),
+                pads=n.attr("pads"), dils=n.attr("dilations"), group=n.attr("group", 1),
+                kshape=n.attr("kernel_shape"))
+
+
+@kernel("Conv")
+def _conv(n):
+    xp = n.xp
+    a = _conv_attrs(n)
+
+    def run(x, w, b=None):
+        r = x.ndim - 2
+        kernel_shape = tuple(w.shape[2:])
+        strides = _tuple(a["strides"], r, 1)
+        dils = _tuple(a["dils"], r, 1)
+        pads = _tuple(a["pads"], 2 * r, 0)
+        group = a["group"]
+        kext = [(kernel_shape[i] - 1) * dils[i] + 1 for i in range(r)]
+        pb, pe, out = _geometry(x.shape[2:], kext, strides, pads, a["auto_pad"])
+        N, C = x.shape[:2]
+        M = w.shape[0]
+        cg, mg = C // group, M // group
+        if cg * group != C or w.shape[1] != cg:
+            raise ValueError(f"Conv: x has {C} channels, W expects {w.shape[1]} per group "
+                             f"with group={group}")
+        if all(k == 1 for k in kernel_shape) and not any(pb) and not any(pe) and group == 1:
+            xs = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
+            with blas_guard(xp, N * M * C * int(np.prod(out))):
+                y = xp.matmul(w.reshape(M, C), xs.reshape(N, C, -1))
+            y = y.reshape((N, M) + tuple(out))
+        else:
+            xpad = _pad_input(xp, x, pb, pe, 0)
+            win = _windows(xp, xpad, kernel_shape, strides, dils, out)
+            taps = int(np.prod(kernel_shape))
+            if group == C and M == C and cg == 1:      # depthwise: a sum over the taps
+                wf = w.reshape(C, taps)
+                bshape = (1, C) + (1,) * r
+                dtype = np.result_type(x.dtype, w.dtype)
+                y = xp.empty((N, C) + tuple(out), dtype=dtype)
+                term = xp.empty_like(y)
+                for t, idx in enumerate(np.ndindex(*kernel_shape)):
+                    v = win[(slice(None), slice(None)) + (slice(None),) * r + idx]
+                    if t == 0:
+                        xp.multiply(v, wf[:, t].reshape(bshape), out=y)
+                    else:       # in place: no temporary per tap
+                        xp.multiply(v, wf[:, t].reshape(bshape), out=term)
+                        y += term
+            else:
+                parts = []
+                kaxes = list(range(2 + r, 2 + 2 * r))
+                for g in range(group):
+                    wg = w[g * mg:(g + 1) * mg]
+                    wing = win[:, g * cg:(g + 1) * cg]
+                    # (N, *out, Mg): one GEMM of (N*P, Cg*K) by (Cg*K, Mg)
+                    with blas_guard(xp, N * mg * cg * taps * int(np.prod(out))):
+                        yg = xp.tensordot(wing, wg, axes=([1] + kaxes,
+                                                          [1] + list(range(2, 2 + r))))
+                    parts.append(yg)
+                y = parts[0] if group == 1 else xp.concatenate(parts, axis=-1)
+                y = xp.moveaxis(y, -1, 1)
+        if b is not None:
+            y = y + b.reshape((1, M) + (1,) * r)
+        return xp.ascontiguousarray(y)
+    return run
+
+
+@kernel("ConvTranspose")
+def _conv_transpose(n):
+    xp = n.xp
+    a = _conv_attrs(n)
+    out_pad_attr = n.attr("output_padding")
+    out_shape_attr = n.attr("output_shape")
+
+    def run(x, w, b=None):
+        r = x.ndim - 2
+        kernel_shape = tuple(w.shape[2:])
+        strides = _tuple(a["strides"], r, 1)
+        dils = _tuple(a["dils"], r, 1)
+        pads = list(_tuple(a["pads"], 2 * r, 0))
+        opad = _tuple(out_pad_attr, r, 0)
+        group = a["group"]
+        N, C = x.shape[:2]
+        mg = w.shape[1]
+        M = mg * group
+        in_sp = x.shape[2:]
+        full = [strides[i] * (in_sp[i] - 1) + (kernel_shape[i] - 1) * dils[i] + 1 + opad[i]
+                for i in range(r)]
+        auto = a["auto_pad"]
+        if out_shape_attr is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+            if out_shape_attr is not None:
+                target = list(out_shape_attr)[-r:]
+            else:
+                target = [in_sp[i] * strides[i] for i in range(r)]
+            for i in range(r):
+                total = full[i] - target[i]
+                if auto == "SAME_UPPER":
+                    pads[i], pads[i + r] = total // 2, total - total // 2
+                else:
+                    pads[i], pads[i + r] = total - total // 2, total // 2
+        out = [full[i] - pads[i] - pads[i + r] for i in range(r)]
+        left = [max(0, -pads[i]) for i in range(r)]
+        canvas_sp = [left[i] + max(full[i], pads[i] + out[i]) for i in range(r)]
+        dtype = np.result_type(x.dtype, w.dtype)
+        canvas = xp.zeros((N, M) + tuple(canvas_sp), dtype=dtype)
+        for g in range(group):
+            xg = x[:, g * (C // group):(g + 1) * (C // group)]
+            wg = w[g * (C // group):(g + 1) * (C // group)]
+            # (Mg, *k, N, *in): every tap's contribution, one GEMM
+            cols = xp.tensordot(wg, xg, axes=([0], [1]))
+            for idx in np.ndindex(*kernel_shape):
+                contrib = xp.moveaxis(cols[(slice(None),) + idx], 0, 1)   # (N, Mg, *in)
+                sl = tuple(slice(left[i] + idx[i] * dils[i],
+                                 left[i] + idx[i] * dils[i] + strides[i] * (in_sp[i] - 1) + 1,
+                                 strides[i]) for i in range(r))
+                canvas[(slice(None), slice(g * mg, (g + 1) * mg)) + sl] += contrib
+        crop = tuple(slice(left[i] + pads[i], left[i] + pads[i] + out[i]) for i in range(r))
+        y = canvas[(slice(None), slice(None)) + crop]
+        if b is not None:
+            y = y + b.reshape((1, M) + (1,) * r)
+        return xp.ascontiguousarray(y)
+    return run
+
+
+def _pool_setup(n):
+    kshape = n.attr("kernel_shape")
+    if kshape is None:
+        raise Unsupported("pooling without kernel_shape")
+    return dict(kshape=tuple(kshape), strides=n.attr("strides"), pads=n.attr("pads"),
+                dils=n.attr("dilations"), auto_pad=n.attr("auto_pad", "NOTSET"),
+                ceil=bool(n.attr("ceil_mode", 0)))
+
+
+@kernel("MaxPool")
+def _maxpool(n):
+    xp = n.xp
+    if n.has_output(1):
+        raise Unsupported("MaxPool indices output")
+    if n.attr("storage_order", 0) not in (0, 1):
+        raise Unsupported("storage_order")
+    a = _pool_setup(n)
+
+    def run(x):
+        r = x.ndim - 2
+        k = a["kshape"]
+        strides = _tuple(a["strides"], r, 1)
+        dils = _tuple(a["dils"], r, 1)
+        pads = _tuple(a["pads"], 2 * r, 0)
+        kext = [(k[i] - 1) * dils[i] + 1 for i in range(r)]
+        pb, pe, out = _geometry(x.shape[2:], kext, strides, pads, a["auto_pad"], a["ceil"])
+        # ceil_mode may need more room on the right than the explicit padding
+        pe = [max(pe[i], (out[i] - 1) * strides[i] + kext[i] - x.shape[2 + i] - pb[i])
+              for i in range(r)]
+        if x.dtype.kind == "f":
+            low = -np.inf
+        else:
+            low = np.iinfo(x.dtype).min
+        xpad = _pad_input(xp, x, pb, pe, low)
+        win = _windows(xp, xpad, k, strides, dils, out)
+        return win.max(axis=tuple(range(2 + r, 2 + 2 * r)))
+    return run
+
+
+@kernel("AveragePool")
+def _avgpool(n):
+    xp = n.xp
+    a = _pool_setup(n)
+    include = n.attr("count_include_pad", 0)
+
+    def run(x):
+        r = x.ndim - 2
+        k = a["kshape"]
+        strides = _tuple(a["strides"], r, 1)
+        dils = _tuple(a["dils"], r, 1)
+        pads = _tuple(a["pads"], 2 * r, 0)
+        kext = [(k[i] - 1) * dils[i] + 1 for i in range(r)]
+        pb, pe, out = _geometry(x.shape[2:], kext, strides, pads, a["auto_pad"], a["ceil"])
+        extra = [max(0, (out[i] - 1) * strides[i] + kext[i] - x.shape[2 + i] - pb[i] - pe[i])
+                 for i in range(r)]
+        pe2 = [pe[i] + extra[i] for i in range(r)]
+        xpad = _pad_input(xp, x, pb, pe2, 0)
+        win = _windows(xp, xpad, k, strides, dils, out)
+        axes = tuple(range(2 + r, 2 + 2 * r))
+        ct = np.float32 if x.dtype == np.float16 else x.dtype
+        s = win.sum(axis=axes, dtype=ct)
+        # divisor: window cells inside the input (plus the explicit pads with
+        # count_include_pad), never the ceil_mode overhang
+        ones = np.zeros((1, 1) + tuple(xpad.shape[2:]), dtype=ct)
+        inner = tuple(slice(0 if include else pb[i],
+                            xpad.shape[2 + i] - extra[i] - (0 if include else pe[i]))
+                      for i in range(r))
+        ones[(0, 0) + inner] = 1
+        cnt = _windows(np, ones, k, strides, dils, out).sum(axis=axes)
+        cnt = xp.asarray(np.maximum(cnt, 1))
+        return (s / cnt).astype(x.dtype, copy=False)
+    return run
+
+
+@kernel("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(n):
+    is_max = n.op_type == "GlobalMaxPool"
+
+    def run(x):
+        axes = tuple(range(2, x.ndim))
+        if is_max:
+            return x.max(axis=axes, keepdims=True)
+        return x.mean(axis=axes, keepdims=True, dtype=np.float32 if x.dtype == np.float16
+                      else x.dtype).astype(x.dtype, copy=False)
+    return run
+
