@@ -69,8 +69,9 @@ def measure(wl, impls, repeats, missing):
         for impl, fn in fns.items():
             time.sleep(SETTLE_S)
             t = time.perf_counter()
-            fn()
-            times[impl].append(time.perf_counter() - t)
+            for _ in range(wl.calls):
+                fn()
+            times[impl].append((time.perf_counter() - t) / wl.calls)
     return {impl: float(np.median(ts)) for impl, ts in times.items()}
 
 

@@ -50,6 +50,22 @@ def test_topk_every_dtype(xp, dtype, largest):
         check_topk(x, k, -1, largest, xp=xp)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "float32"])
+def test_topk_short_rows_every_k(xp, dtype):
+    """Many short rows, every small k (the sorted-insertion path and its switch to heap /
+    partition), random, tied, NaN-laden, ascending and descending rows (insertion's worst
+    and best cases), contiguous and strided."""
+    x = np.concatenate([sample((40, 80), dtype), sample((40, 80), dtype, ties=True),
+                        sample((40, 80), dtype, ties=True, specials=True),
+                        np.sort(sample((4, 80), dtype), axis=1),
+                        np.sort(sample((4, 80), dtype), axis=1)[:, ::-1]])
+    for k in range(2, 12):
+        for largest in (True, False):
+            check_topk(x, k, -1, largest, xp=xp)
+            check_topk(x[:, ::-2], k, -1, largest, xp=xp)
+            check_topk(x[:, :k + 1], k, -1, largest, sorted=False, xp=xp)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_nan_inf_ties(xp, dtype, largest):

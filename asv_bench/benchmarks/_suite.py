@@ -19,7 +19,7 @@ def make_suite(family):
         params = [list(wls), list(impl_names())]
         param_names = ["workload", "impl"]
         timeout = 300
-        number = 1
+        number = max(w.calls for w in wls.values())   # tiny inputs: many calls per sample
         repeat = (3, 10, 30.0)
 
         def setup(self, workload, impl):

@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 from typing import Callable, Dict, Optional
 
-FAMILIES = ("selection", "scatter", "nms", "roi_align", "resample", "grid_sample", "conv", "norm", "onnx")
+FAMILIES = ("selection", "scatter", "nms", "roi_align", "resample", "grid_sample", "conv", "norm", "onnx", "tiny")
 
 
 @dataclasses.dataclass
@@ -23,6 +23,7 @@ class Workload:
     bytes_moved: Optional[Callable[[dict], int]] = None   # memory-bound ops: bytes read+written
     heavy: bool = False                         # in the thread-scaling benchmark
     quick: bool = True                          # part of `bench --quick`
+    calls: int = 1                              # calls per timing (microsecond workloads)
 
     _inputs: Optional[dict] = dataclasses.field(default=None, repr=False)
 

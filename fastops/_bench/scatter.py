@@ -3,6 +3,8 @@
 Indices are random (with duplicates), int64.  Every scatter implementation allocates a
 new output and copies data into it (16 MB for 2000x2000, 64 MB for 1M x 16 float32).
 """
+import functools
+
 import numpy as np
 
 import fastops
@@ -20,9 +22,16 @@ def _elements_inputs():
             "updates": rng.standard_normal((500, 2000), dtype=np.float32)}
 
 
+@functools.lru_cache(maxsize=1)
+def _nd_data():
+    """The 64 MB data array, shared by every scatter_nd/gather_nd workload (never written)."""
+    return _rng().standard_normal((1_000_000, 16), dtype=np.float32)
+
+
 def _nd_inputs():
     rng = _rng()
-    return {"data": rng.standard_normal((1_000_000, 16), dtype=np.float32),
+    rng.standard_normal((1_000_000, 16), dtype=np.float32)   # keep the stream as before
+    return {"data": _nd_data(),
             "indices": rng.integers(0, 1_000_000, (200_000, 1), dtype=np.int64),
             "updates": rng.standard_normal((200_000, 16), dtype=np.float32)}
 
@@ -96,7 +105,20 @@ def _scatter_elements_workload(reduction):
 
 
 # ------------------------------------------------------------------ scatter_nd
-def _scatter_nd_workload(reduction):
+def _nd_inputs_with(distinct):
+    """_nd_inputs with the 200k target rows drawn from ``distinct`` rows (a permutation
+    when distinct == 200k: no duplicates; 16: every row hit 12500 times)."""
+    def make():
+        inp = _nd_inputs()
+        rng = _rng()
+        rows = rng.choice(1_000_000, distinct, replace=False)
+        pick = rng.permutation(200_000) % distinct
+        inp["indices"] = rows[pick][:, None].astype(np.int64)
+        return inp
+    return make
+
+
+def _scatter_nd_workload(reduction, distinct=None):
     def fast(inp):
         d, i, u = inp["data"], inp["indices"], inp["updates"]
         return lambda: fastops.scatter_nd(d, i, u, reduction=reduction)
@@ -130,8 +152,10 @@ def _scatter_nd_workload(reduction):
         return peers.torch_gpu_call(lambda: d.index_put((i,), u, accumulate=reduction == "add"))
 
     return Workload(
-        name=f"scatter_nd 1Mx16 float32 200k rows {reduction}", op="scatter_nd",
-        make=_nd_inputs,
+        name=f"scatter_nd 1Mx16 float32 200k rows {reduction}"
+        + ("" if distinct is None else f" {distinct} distinct"), op="scatter_nd",
+        make=_nd_inputs if distinct is None else _nd_inputs_with(distinct),
+        quick=distinct is None,
         impls={"fastops": fast, "numpy": numpy_impl, "onnxruntime": ort, "torch": torch_impl,
                "fastops-gpu": _gpu_fastops(
                    lambda d, i, u: fastops.scatter_nd(d, i, u, reduction),
@@ -202,4 +226,6 @@ WORKLOADS = [
     _scatter_elements_workload("none"), _scatter_elements_workload("add"),
     _scatter_nd_workload("none"), _scatter_nd_workload("add"),
     _gather_elements_workload(), _gather_nd_workload(),
+    # issue 14's duplicate-density sweep (not in --quick)
+    *[_scatter_nd_workload(r, d) for r in ("none", "add") for d in (200_000, 20_000, 16)],
 ]

@@ -134,6 +134,12 @@ WORKLOADS = [
     _topk_workload(1000, 10000, 10, np.float32),
     _topk_workload(64, 1_000_000, 100, np.float32, quick=False),
     _topk_workload(2000, 20000, 10, np.uint8),
+    # issue 14's sweep of rows x row length x k (not in --quick): per-anchor class
+    # scores (COCO's 80/91 classes), rows of a few dozen, k in the thousands
+    *[_topk_workload(r, n, k, np.float32, quick=False)
+      for r, n, k in [(100_000, 20, 1), (100_000, 20, 5), (20_000, 80, 1), (20_000, 80, 5),
+                      (20_000, 91, 10), (8400, 80, 2), (10_000, 1000, 100),
+                      (64, 20_000, 2000), (8, 100_000, 5000), (1, 1_000_000, 10)]],
     _cum_workload("cummax", 0), _cum_workload("cummax", 1),
     _cum_workload("cummin", 0), _cum_workload("cummin", 1),
     _nonzero_workload("float32"), _nonzero_workload("bool"),
