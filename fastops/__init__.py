@@ -14,6 +14,7 @@ from fastops.resample import resize
 from fastops.sampling import grid_sample
 from fastops.scatter import gather_elements, gather_nd, scatter, scatter_elements, scatter_nd
 from fastops.selection import cummax, cummin, nonzero, topk
+from fastops import cv  # noqa: F401,E402  (a namespace: fastops.cv.resize, fastops.cv.INTER_*)
 
 
 def backends() -> dict:

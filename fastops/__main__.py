@@ -9,7 +9,7 @@ import numpy as np
 
 import fastops
 
-CPU_IMPLS = ("fastops", "numpy", "onnxruntime", "torch", "cv2")
+CPU_IMPLS = ("fastops", "numpy", "onnxruntime", "torch", "cv2", "dask")
 GPU_IMPLS = ("fastops-gpu", "cupy", "torch-cuda")
 
 

@@ -75,6 +75,10 @@ def _gpu_arguments(name, v, found):
         found.setdefault(name, dev)
 
 
+# public namespaces below fastops: their ops are named "<namespace>.<function>"
+_NAMESPACES = {"fastops.cv": "cv."}
+
+
 def public(fn):
     """Decorator of every public op: a call with GPU arguments runs under their device
     (kernels compiled for it, outputs allocated on it, whatever the current device), and
@@ -82,6 +86,7 @@ def public(fn):
     does.  Arrays inside list/tuple arguments (and ``*args``) count too.  Calls without
     GPU arguments pay one type test per argument."""
     sig = inspect.signature(fn)
+    label = _NAMESPACES.get(fn.__module__, "") + fn.__name__      # "cv.resize"
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
@@ -93,7 +98,7 @@ def public(fn):
         first = next(iter(devices))
         for name, dev in devices.items():
             if dev != devices[first]:
-                raise TypeError(f"{fn.__name__}: argument {name!r} is on GPU {dev} but "
+                raise TypeError(f"{label}: argument {name!r} is on GPU {dev} but "
                                 f"{first!r} is on GPU {devices[first]}; move them to one "
                                 f"device (fastops does not copy between GPUs implicitly)")
         with _cupy().cuda.Device(devices[first]):

@@ -10,6 +10,29 @@ import pytest
 import fastops
 
 
+UTILITIES = {"backends", "get_num_threads", "set_num_threads"}
+NAMESPACES = ("cv",)     # fastops.cv.resize is an op too
+
+
+def public_ops():
+    """Dotted names of every public op: fastops.__all__ (minus the utilities) and the
+    functions of the public namespaces ("cv.resize")."""
+    import inspect
+    names = set(fastops.__all__) - UTILITIES
+    for ns in NAMESPACES:
+        mod = getattr(fastops, ns)
+        names |= {f"{ns}.{n}" for n in mod.__all__ if inspect.isfunction(getattr(mod, n))}
+    return sorted(names)
+
+
+def resolve(name):
+    """fastops.<name> for a dotted public name."""
+    fn = fastops
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    return fn
+
+
 def _gpu_ok():
     return fastops.backends()["gpu"]
 

@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastops
+from tests.conftest import public_ops, resolve
 
 SANITIZED = os.environ.get("FASTOPS_SANITIZED") == "1"
 EXAMPLES = settings(max_examples=12, deadline=None, derandomize=True,
@@ -616,6 +617,48 @@ SPECS.append(
            big="kw = dict(x=np.ones((1, 256, 8, 8), np.float32), "
                "grid=np.zeros((1, 256, 256, 2), np.float32))",
            race=_race_grid_sample))
+
+
+def _cv_resize(rng):
+    x = _values(rng, _shape(rng, 2, 3, 6), rng.choice(["uint8", "uint16", "int16", "float16",
+                                                       "float32", "float64"]))
+    kw = dict(img=x, interpolation=int(rng.choice([0, 1, 2, 3, 5, 6])))
+    if rng.random() < 0.5:
+        kw["dsize"] = (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
+    else:               # cv2's fx/fy rule (an empty result is a clean ValueError)
+        kw["dsize"] = None
+        kw["fx"], kw["fy"] = (float(v) for v in rng.choice([1 / 3, 0.5, 1.5, 2.0, 3.0], 2))
+    return kw
+
+
+def _rank_cv_resize(rng, shape):
+    # images are (H, W) or (H, W, C): every other rank is a ValueError naming img
+    if len(shape) in (2, 3):
+        return
+    with pytest.raises(ValueError, match="cv.resize: img must be"):
+        fastops.cv.resize(np.zeros(shape, np.uint8), (2, 2))
+
+
+def _race_cv_resize(rng):
+    x = rng.standard_normal((256, 256, 3)).astype(np.float32)
+    bad = np.where(rng.random(x.shape) < 0.5, np.nan, np.inf).astype(np.float32)
+    return dict(img=x, dsize=(300, 170), interpolation=2), "img", x.copy(), bad
+
+
+SPECS.append(
+    OpSpec("cv.resize", _cv_resize, data=("img",), floats=("img",), scalars=("fx", "fy"),
+           ints={"interpolation": None, "dsize": None},
+           zero=lambda rng: [(dict(img=np.zeros((0, 5, 3), np.uint8), dsize=None, fx=2.0,
+                                   fy=2.0), ((0, 10, 3),)),
+                             (dict(img=np.zeros((4, 6, 0), np.float32), dsize=(3, 2)),
+                              ((2, 3, 0),))],
+           rank=_rank_cv_resize,
+           # the output fits the headroom, the per-thread rows of horizontal sums do not
+           big="kw = dict(img=np.ones((8, 1 << 22, 4), np.uint8), dsize=(1 << 22, 3))",
+           headroom_mb=80,
+           race=_race_cv_resize))
+
+
 def _loop(rng):
     stop = int(rng.integers(0, 4))
 
@@ -626,11 +669,10 @@ def _loop(rng):
 
 SPECS.append(OpSpec("loop", _loop, ints={"max_trip_count": _equiv(max_trip_count=None)}))
 SPEC = {s.name: s for s in SPECS}
-UTILITIES = {"backends", "get_num_threads", "set_num_threads"}
 
 
 def _call(spec, kw):
-    return getattr(fastops, spec.name)(**kw)
+    return resolve(spec.name)(**kw)
 
 
 def _tuple(r):
@@ -666,7 +708,7 @@ def _arrays(kw):
 
 
 def test_every_public_op_has_a_spec():
-    public = set(fastops.__all__) - UTILITIES
+    public = set(public_ops())
     missing = sorted(public - set(SPEC))
     assert not missing, f"public ops without a hostile-input spec: {missing}"
 
@@ -860,6 +902,7 @@ _LIMIT_SCRIPT = """
 import resource, sys
 import numpy as np
 import fastops
+from tests.conftest import public_ops, resolve
 import fastops._cpu, importlib, pkgutil
 for m in pkgutil.iter_modules(fastops._cpu.__path__):    # loaded before the limit
     importlib.import_module("fastops._cpu." + m.name)

@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 from typing import Callable, Dict, Optional
 
-FAMILIES = ("selection", "scatter", "nms", "roi_align", "resample", "grid_sample", "conv", "norm", "onnx", "tiny")
+FAMILIES = ("selection", "scatter", "nms", "roi_align", "resample", "grid_sample", "conv", "norm", "cv", "onnx", "dask", "tiny")
 
 
 @dataclasses.dataclass
@@ -54,5 +54,5 @@ def workloads(family=None):
 
 
 def impl_names():
-    return ("fastops", "numpy", "onnxruntime", "torch", "cv2", "fastops-gpu", "cupy",
+    return ("fastops", "numpy", "onnxruntime", "torch", "cv2", "dask", "fastops-gpu", "cupy",
             "torch-cuda")

@@ -9,7 +9,8 @@ import fastops
 
 # pip name of each peer (the import name differs for OpenCV and CuPy)
 PIP_NAMES = {"cv2": "opencv-python-headless", "cupy": "cupy-cuda13x", "torch": "torch",
-             "torchvision": "torchvision", "onnxruntime": "onnxruntime", "onnx": "onnx"}
+             "torchvision": "torchvision", "onnxruntime": "onnxruntime", "onnx": "onnx",
+             "dask": "dask[array] distributed"}
 
 
 class PeerMissing(NotImplementedError):

@@ -1,0 +1,91 @@
+"""Workloads for fastops.cv.resize (the cv2.resize drop-in), against cv2.resize itself.
+
+cv2 computes the same bytes (uint8; INTER_CUBIC with IPP off: cv2's default IPP cubic
+is within 1); both run with fastops' thread count.  torch.nn.functional.interpolate on
+the channels-last uint8 frame computes the same filters (bilinear / bicubic half-pixel
+and nearest) with its own rounding (within a grey level or two), so it is timed next to
+them as the other fast CPU resizer; it has no INTER_AREA for non-integer factors.
+"""
+import numpy as np
+
+import fastops
+import fastops.cv as fcv
+from fastops._bench import Workload, peers
+
+_FRAME = (1080, 1920, 3)
+_FLAGS = {"linear": fcv.INTER_LINEAR, "cubic": fcv.INTER_CUBIC, "nearest": fcv.INTER_NEAREST,
+          "area": fcv.INTER_AREA, "linear_exact": fcv.INTER_LINEAR_EXACT,
+          "nearest_exact": fcv.INTER_NEAREST_EXACT}
+_TORCH = {"linear": "bilinear", "cubic": "bicubic", "nearest": "nearest"}
+
+
+def _rng():
+    return np.random.default_rng(0)
+
+
+def _cv2():
+    cv2 = peers._need("cv2")
+    cv2.setNumThreads(fastops.get_num_threads())
+    return cv2
+
+
+def _frame(mode, size=(640, 640), shape=_FRAME, dtype=np.uint8, quick=True, heavy=False):
+    """A 1080p frame (HWC) resized to ``size`` (width, height) with one flag."""
+    flag = _FLAGS[mode]
+
+    def make():
+        rng = _rng()
+        if np.dtype(dtype).kind == "f":
+            return {"x": rng.random(shape, dtype=np.float32).astype(dtype)}
+        return {"x": rng.integers(0, 256, shape, dtype=np.uint8)}
+
+    def fast(inp):
+        return lambda: fcv.resize(inp["x"], size, interpolation=flag)
+
+    def cv2_resize(inp):
+        cv2 = _cv2()
+        return lambda: cv2.resize(inp["x"], size, interpolation=flag)
+
+    def torch_cpu(inp):
+        torch = peers.torch_cpu()
+        if mode not in _TORCH:
+            raise NotImplementedError(f"torch has no {mode} resize")
+        t = torch.from_numpy(inp["x"]).permute(2, 0, 1)[None]   # channels-last view
+        return lambda: torch.nn.functional.interpolate(t, size[::-1], mode=_TORCH[mode])
+
+    def gpu(inp):
+        x = peers.to_gpu(inp)["x"]
+        return peers.gpu_call(lambda: fcv.resize(x, size, interpolation=flag))
+
+    def torch_gpu(inp):
+        torch = peers.torch_cuda()
+        if mode not in _TORCH:
+            raise NotImplementedError(f"torch has no {mode} resize")
+        t = torch.from_numpy(inp["x"]).cuda().permute(2, 0, 1)[None]
+        return peers.torch_gpu_call(
+            lambda: torch.nn.functional.interpolate(t, size[::-1], mode=_TORCH[mode]))
+
+    impls = {"fastops": fast, "cv2": cv2_resize, "fastops-gpu": gpu}
+    if mode in _TORCH and np.dtype(dtype) == np.uint8:
+        impls["torch"] = torch_cpu
+        impls["torch-cuda"] = torch_gpu
+    name = "x".join(str(v) for v in (shape[1], shape[0]) + shape[2:])
+    return Workload(
+        name=f"cv.resize {np.dtype(dtype).name} {name} -> {size[0]}x{size[1]} {mode}",
+        op="cv.resize", make=make, impls=impls,
+        bytes_moved=lambda inp: inp["x"].nbytes + size[0] * size[1] * shape[2] *
+        np.dtype(dtype).itemsize,
+        heavy=heavy, quick=quick)
+
+
+WORKLOADS = [
+    _frame("linear", heavy=True),
+    _frame("cubic", heavy=True),
+    _frame("nearest"),
+    _frame("area", heavy=True),
+    _frame("linear_exact", quick=False),
+    _frame("nearest_exact", quick=False),
+    _frame("linear", size=(960, 540), quick=False),                # exact 2x: INTER_AREA
+    _frame("linear", size=(3840, 2160), quick=False, heavy=True),  # upscale
+    _frame("linear", dtype=np.float32, quick=False),
+]

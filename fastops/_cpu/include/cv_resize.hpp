@@ -1,0 +1,1606 @@
+// fastops.cv.resize on the CPU: OpenCV's cv::resize (modules/imgproc/src/resize.cpp,
+// OpenCV 5.0 with IPP off) reproduced operation for operation, so results are bit-exact
+// with it on every image type.
+//
+// Images are (H, W, C) with C-contiguous pixels and any row stride (negative too); outputs
+// are contiguous (dh, dw, C).  fastops/cv.py picks the path exactly as hal::resize does.
+// Reused from the resize family (resample.hpp) where the arithmetic is the same: the
+// nearest gather (nearest2d) and, for float images, INTER_AREA downscaling (resize2d with
+// cv_area_table's tables, horizontal pass first: OpenCV's resizeArea_ sums).  The rest:
+//
+// * cv_resize_fixed: INTER_LINEAR / INTER_CUBIC / INTER_AREA-upscale on uint8 in 11-bit
+//   fixed point (resizeGeneric_ with HResizeLinear/HResizeCubic<uchar, int, short> and
+//   VResizeLinear/VResizeCubic with FixedPtCast<int, uchar, 22>).  Horizontal pass per
+//   source row into int32, kept in a per-thread ring of K rows (each source row is
+//   resized once per stripe of output rows, OpenCV's scheme), then the vertical pass:
+//   linear ((b0 * (H0 >> 4)) >> 16) + ((b1 * (H1 >> 4)) >> 16) + 2 >> 2 (OpenCV's
+//   v_mul_hi trick, the same on every ISA); cubic as OpenCV's VResizeCubicVec_32s8u:
+//   float32 ((H3*b3 + H2*b2) + H1*b1) + H0*b0 with b = beta * 2^-22, rounded half to
+//   even, for the elements its 8-lane vector loop covers (x < width rounded down to 8),
+//   and (sum + 2^21) >> 22 in integers for the tail (the two differ on ~2e-6 of values).
+// * cv_resize_float: the same filters on uint16 / int16 / float32 / float64 in OpenCV's
+//   float arithmetic and order (the resize family's apply merges clamped edge taps and
+//   sums cubic taps in another order, so it is not reused there).
+// * cv_resize_exact: INTER_LINEAR_EXACT (resize_bitExact): softdouble (IEEE double)
+//   coefficients in 8 (uint8) or 16 (uint16, int16) fractional bits, exact integer passes
+//   rounded (v + half) >> shift.
+// * cv_area_fast: resizeAreaFast_ (integer scale factors) for every dtype, with OpenCV's
+//   two rules for 2x2 cells ((a+b+c+d+2) >> 2 for 1/3/4-channel integer images, the
+//   float32 vector order for 1/4 channels) and its sum order elsewhere.
+// * cv_area: resizeArea_ (non-integer downscale) for integer images: float32 sums in
+//   OpenCV's order, rounded half to even; cv_area_table builds the cells' tables.
+// * cv_nn_table: INTER_NEAREST (floor(x * (1 / scale)) in double) and
+//   INTER_NEAREST_EXACT (OpenCV 5 / Pillow: the running double sum f = scale / 2,
+//   f += scale); the gather itself is resample.hpp's nearest2d.
+//
+// Every output value is one fixed sequence of operations (tables are built before the
+// parallel region, rows are independent), so results never depend on the thread count,
+// the stripe split or the SIMD path (SSE2 baseline, AVX2 chosen at run time as in
+// resample.hpp); the CUDA kernels (kernels/cv_resize.cu) evaluate the same sequences.
+// Indices are int64 and clamped where used: no table value, scale or coordinate can make
+// a kernel read or write out of bounds.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include "common.hpp"
+#include "resample.hpp"
+
+// OpenCV's float sequences, bit for bit, on every build: no FMA contraction (setup.py
+// passes -ffp-contract=off too; this keeps it with -march=native or other builds).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#elif defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+namespace fastops {
+namespace cvr {
+
+enum Interp : int {
+  kNearest = 0,
+  kLinear = 1,
+  kCubic = 2,
+  kArea = 3,
+  kLinearExact = 5,
+  kNearestExact = 6,
+};
+
+// OpenCV's coefficient rules per axis: linear, cubic, INTER_AREA upscaling (bilinear with
+// the "area" fractions).
+enum TableKind : int { kTabLinear = 0, kTabCubic = 1, kTabAreaLinear = 2 };
+
+// cvFloor of a coordinate; values beyond +-2^53 cannot address an axis (tamed first, so
+// the conversion is defined whatever the scale).
+inline int64_t floor_i64(double v) {
+  constexpr double kBig = 9007199254740992.0;  // 2^53
+  if (!(v == v)) return 0;
+  v = v < -kBig ? -kBig : (v > kBig ? kBig : v);
+  return static_cast<int64_t>(std::floor(v));
+}
+
+inline int64_t clamp_idx(int64_t i, int64_t n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
+
+// cvRound of a float in int32 range: round half to even (cvtss2si in the default
+// rounding mode, as OpenCV's cvRound; nearbyint is a libm call below SSE4.1).
+inline int64_t round_even(float v) {
+#if defined(__SSE2__)
+  return _mm_cvtss_si32(_mm_set_ss(v));
+#else
+  return static_cast<int64_t>(std::nearbyint(v));
+#endif
+}
+template <typename T>
+inline T saturate_float(float v) {
+  if constexpr (std::is_floating_point<T>::value) {
+    return static_cast<T>(v);
+  } else {
+    constexpr float lo = static_cast<float>(std::numeric_limits<T>::min());
+    constexpr float hi = static_cast<float>(std::numeric_limits<T>::max());
+    if (!(v > lo)) return std::numeric_limits<T>::min();  // (NaN cannot come from ints)
+    if (!(v < hi)) return std::numeric_limits<T>::max();
+    return static_cast<T>(round_even(v));
+  }
+}
+// saturate_cast<T>(WT), WT float (double for double images)
+template <typename T, typename WT>
+inline T store_wt(WT v) {
+  if constexpr (std::is_floating_point<T>::value) return static_cast<T>(v);
+  else return saturate_float<T>(static_cast<float>(v));
+}
+template <typename T>
+inline T saturate_int(int64_t v) {
+  constexpr int64_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  return static_cast<T>(v < lo ? lo : (v > hi ? hi : v));
+}
+
+// ------------------------------------------------------------------ coordinates
+// hal::resize's source index and fraction of output d: (float)((d + 0.5) * scale - 0.5)
+// split into floor and fraction, or with area_mode (INTER_AREA upscaling)
+// sx = floor(d * scale), fx = (float)((d + 1) - (sx + 1) * inv_scale), wrapped into
+// [0, 1).  Unclamped.
+inline void gen_coord(int64_t d, double scale, double inv_scale, bool area_mode, int64_t& sx,
+                      float& fx) {
+  if (!area_mode) {
+    const float f = static_cast<float>((static_cast<double>(d) + 0.5) * scale - 0.5);
+    sx = floor_i64(f);
+    fx = f - static_cast<float>(sx);
+  } else {
+    sx = floor_i64(static_cast<double>(d) * scale);
+    const float f = static_cast<float>(static_cast<double>(d + 1) -
+                                       static_cast<double>(sx + 1) * inv_scale);
+    fx = f <= 0.f ? 0.f : f - static_cast<float>(floor_i64(f));
+  }
+}
+
+// interpolateCubic (A = -0.75), float32, in OpenCV's evaluation order.
+inline void cubic_coeffs_cv(float x, float c[4]) {
+  const float A = -0.75f;
+  c[0] = ((A * (x + 1.f) - 5.f * A) * (x + 1.f) + 8.f * A) * (x + 1.f) - 4.f * A;
+  c[1] = ((A + 2.f) * x - (A + 3.f)) * x * x + 1.f;
+  c[2] = ((A + 2.f) * (1.f - x) - (A + 3.f)) * (1.f - x) * (1.f - x) + 1.f;
+  c[3] = 1.f - c[0] - c[1] - c[2];
+}
+
+// saturate_cast<short>(c * INTER_RESIZE_COEF_SCALE)
+inline int16_t q11(float c) { return saturate_float<int16_t>(c * 2048.f); }
+
+// The taps of output d along one axis (hal::resize's tables): source indices (clamped:
+// the horizontal pass clamps the taps, the vertical pass clips the rows) and float32
+// coefficients.  x_rule: the horizontal rule (a linear tap left of the image or at its
+// last sample becomes (1, 0) at the edge); otherwise the vertical rule (coefficients of
+// the unclamped fraction, rows clipped).  Returns the tap count (2 or 4).
+inline int gen_taps(int64_t d, int64_t n_in, double scale, double inv_scale, int kind,
+                    bool x_rule, int64_t idx[4], float c[4]) {
+  int64_t sx;
+  float fx;
+  gen_coord(d, scale, inv_scale, kind == kTabAreaLinear, sx, fx);
+  if (kind == kTabCubic) {
+    cubic_coeffs_cv(fx, c);
+    for (int k = 0; k < 4; ++k) idx[k] = clamp_idx(sx - 1 + k, n_in);
+    return 4;
+  }
+  if (x_rule) {
+    if (sx < 0) fx = 0.f, sx = 0;
+    if (sx >= n_in - 1) fx = 0.f, sx = n_in - 1;
+  }
+  c[0] = 1.f - fx;
+  c[1] = fx;
+  idx[0] = clamp_idx(sx, n_in);
+  idx[1] = clamp_idx(sx + 1, n_in);
+  return 2;
+}
+
+// Is output d of a cubic axis inside OpenCV's [xmin, xmax) (all four taps in the image
+// without clamping)?  Its horizontal sum then has no leading 0 + (HResizeCubic).
+inline bool gen_taps_interior(int64_t d, int64_t n_in, double scale, double inv_scale) {
+  int64_t sx;
+  float fx;
+  gen_coord(d, scale, inv_scale, false, sx, fx);
+  return sx >= 1 && sx + 2 < n_in;
+}
+
+// ------------------------------------------------------------------ nearest tables
+// INTER_NEAREST: min(floor(x * ifx), n_in - 1) with ifx = 1 / inv_scale (double).
+// INTER_NEAREST_EXACT: scale = n_in / n_out, f = scale * 0.5, then min(floor(f),
+// n_in - 1) and f += scale per output (OpenCV 5's resizeNN_bitexact_tab, sequential).
+inline void nn_table(int64_t n_in, int64_t n_out, double ifx, bool exact, int64_t* idx) {
+  if (exact) {
+    const double scale = static_cast<double>(n_in) / static_cast<double>(n_out);
+    double f = scale * 0.5;
+    for (int64_t i = 0; i < n_out; ++i) {
+      idx[i] = clamp_idx(floor_i64(f), n_in);
+      f += scale;
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n_out; ++i)
+    idx[i] = clamp_idx(floor_i64(static_cast<double>(i) * ifx), n_in);
+}
+
+// ------------------------------------------------------------------ area tables
+// One row of an INTER_AREA table (computeResizeAreaTab's cell of output d) in the resize
+// family's layout (first, count, weights[K]): the partial first and last source samples
+// weighted by their covered fraction / cell width (threshold 1e-3), the full ones by
+// 1 / cell width, alpha rounded to float32 as OpenCV stores it; K >= the widest cell.
+template <typename W>
+inline void area_row(int64_t d, int64_t n_in, double scale, int64_t K, int64_t* first,
+                     int64_t* count, W* w) {
+  W* row = w + d * K;
+  for (int64_t k = 0; k < K; ++k) row[k] = W(0);
+  const double fsx1 = static_cast<double>(d) * scale;
+  const double fsx2 = fsx1 + scale;
+  const double cell = std::min(scale, static_cast<double>(n_in) - fsx1);
+  int64_t sx1 = floor_i64(std::ceil(fsx1)), sx2 = floor_i64(fsx2);
+  sx2 = std::min(sx2, n_in - 1);
+  sx1 = std::min(sx1, sx2);
+  // the taps are consecutive source indices; at most K of them are stored
+  int64_t f0 = -1, cnt = 0;
+  auto push = [&](int64_t s, float a) {
+    if (cnt == 0) f0 = s;
+    if (cnt < K && s == f0 + cnt) {
+      row[cnt] = static_cast<W>(a);
+      ++cnt;
+    }
+  };
+  if (static_cast<double>(sx1) - fsx1 > 1e-3)
+    push(sx1 - 1, static_cast<float>((static_cast<double>(sx1) - fsx1) / cell));
+  for (int64_t s = sx1; s < sx2 && cnt < K; ++s) push(s, static_cast<float>(1.0 / cell));
+  if (fsx2 - static_cast<double>(sx2) > 1e-3)
+    push(sx2, static_cast<float>(std::min(std::min(fsx2 - static_cast<double>(sx2), 1.0), cell) /
+                                 cell));
+  if (cnt == 0 || f0 < 0 || f0 + cnt > n_in) {  // (only a degenerate scale)
+    for (int64_t k = 0; k < K; ++k) row[k] = W(0);
+    f0 = 0;
+    cnt = 0;
+  }
+  first[d] = f0;
+  count[d] = cnt;
+}
+
+// ------------------------------------------------------------------ images
+template <typename T>
+struct Img {
+  const T* p;
+  int64_t H, W, C, rs;  // rs: row stride in elements (pixels are C contiguous elements)
+  const T* row(int64_t y) const { return p + y * rs; }
+};
+
+// Work split shared by the passes: stripes of output rows, enough for balance, at least
+// 16 rows each (a new stripe recomputes up to K - 1 ring rows).
+inline int64_t stripe_rows(int64_t rows, int nt) {
+  int64_t s = std::max<int64_t>(16, (rows + 4 * nt - 1) / (4 * nt));
+  return std::min<int64_t>(s, std::max<int64_t>(rows, 1));
+}
+
+constexpr int64_t kSlack = 16;  // values a SIMD store may write past a ring row
+
+// ------------------------------------------------------------------ fixed-point uint8
+// Tables of the uint8 separable passes (cv_resize_fixed, and cv_resize_exact on uint8):
+// per output pixel K element offsets (clamped index * C) and int16 coefficients; per
+// output row K clipped source rows and coefficients.  For the vector horizontal pass:
+// the first tap's offset per pixel and the coefficient pairs packed for pmaddwd
+// ((a0 & 0xffff) | a1 << 16), four copies per pixel (taps 0-1 in wa4, taps 2-3 in wb4).
+struct FixedTables {
+  int K = 2;
+  std::vector<int64_t> xo, yr;
+  std::vector<int16_t> xa, yb;
+  std::vector<int64_t> o0;
+  std::vector<int32_t> wa4, wb4;
+  // cubic, C = 2..4, for the AVX2 byte-shuffle pass: per pixel the pmaddwd weights of its
+  // two shuffled halves (C = 3: (a01, a01, a01, a23) and (a23, a23, 0, 0); C = 2:
+  // (a01, a01, a23, a23); C = 4: wa4 and wb4)
+  std::vector<int32_t> ws1, ws2;
+  int64_t simd_lo = 0, simd_hi = 0;  // pixels [simd_lo, simd_hi) take the vector loop
+};
+
+inline int32_t pack_pair(int16_t a, int16_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(a)) |
+                              (static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16));
+}
+
+// o0, wa4 / wb4 and the vector range from xo / xa.  The vector passes read 2 (C = 1) or 8
+// bytes at the first tap, cubic 4 (C = 1) or 8 bytes at taps 0 and 2: a pixel qualifies
+// when its taps are consecutive (a linear tap of weight 0 may be anything) and the loads
+// stay inside the row; the first run of qualifying pixels takes the vector loop.
+inline void pack_pairs(FixedTables& t, int64_t C, int64_t Lin, int64_t dw) {
+  const int K = t.K;
+  t.o0.assign(static_cast<size_t>(dw), 0);
+  t.wa4.assign(static_cast<size_t>(4 * dw), 0);
+  t.wb4.assign(static_cast<size_t>(K == 4 ? 4 * dw : 0), 0);
+  // (cubic C = 3, 4: the AVX2 pass loads 16 bytes per pixel)
+  const int64_t reach = K == 2 ? (C == 1 ? 2 : 8)
+                               : (C == 1 ? 4 : (C == 2 ? 12 : std::max<int64_t>(2 * C + 8, 16)));
+  std::vector<char> ok(static_cast<size_t>(dw), 0);
+  const bool shuf = K == 4 && C >= 2 && C <= 4;
+  t.ws1.assign(static_cast<size_t>(shuf ? 4 * dw : 0), 0);
+  t.ws2.assign(static_cast<size_t>(shuf ? 4 * dw : 0), 0);
+  for (int64_t d = 0; d < dw; ++d) {
+    const int64_t* o = t.xo.data() + d * K;
+    const int16_t* a = t.xa.data() + d * K;
+    t.o0[d] = o[0];
+    for (int i = 0; i < 4; ++i) {
+      t.wa4[4 * d + i] = pack_pair(a[0], a[1]);
+      if (K == 4) t.wb4[4 * d + i] = pack_pair(a[2], a[3]);
+    }
+    if (shuf) {
+      const int32_t p01 = pack_pair(a[0], a[1]), p23 = pack_pair(a[2], a[3]);
+      const int32_t w1[3][4] = {{p01, p01, p23, p23}, {p01, p01, p01, p23}, {p01, p01, p01, p01}};
+      const int32_t w2[3][4] = {{0, 0, 0, 0}, {p23, p23, 0, 0}, {p23, p23, p23, p23}};
+      for (int i = 0; i < 4; ++i) {
+        t.ws1[4 * d + i] = w1[C - 2][i];
+        t.ws2[4 * d + i] = w2[C - 2][i];
+      }
+    }
+    bool consecutive = true;
+    for (int k = 1; k < K; ++k)
+      if (o[k] != o[0] + k * C && !(K == 2 && a[1] == 0)) consecutive = false;
+    ok[d] = consecutive && o[0] + reach <= Lin;
+  }
+  t.simd_lo = 0;
+  while (t.simd_lo < dw && !ok[t.simd_lo]) ++t.simd_lo;
+  t.simd_hi = t.simd_lo;
+  while (t.simd_hi < dw && ok[t.simd_hi]) ++t.simd_hi;
+}
+
+inline void fixed_tables(FixedTables& t, int64_t w, int64_t h, int64_t C, int64_t dw,
+                         int64_t dh, double scale_x, double inv_x, double scale_y,
+                         double inv_y, int interp) {
+  const int kind = interp == kCubic ? kTabCubic : (interp == kArea ? kTabAreaLinear : kTabLinear);
+  const int K = kind == kTabCubic ? 4 : 2;
+  t.K = K;
+  t.xo.assign(static_cast<size_t>(dw * K), 0);
+  t.xa.assign(static_cast<size_t>(dw * K), 0);
+  t.yr.assign(static_cast<size_t>(dh * K), 0);
+  t.yb.assign(static_cast<size_t>(dh * K), 0);
+  int64_t idx[4];
+  float c[4];
+  for (int64_t d = 0; d < dw; ++d) {
+    gen_taps(d, w, scale_x, inv_x, kind, true, idx, c);
+    for (int k = 0; k < K; ++k) {
+      t.xa[d * K + k] = q11(c[k]);
+      t.xo[d * K + k] = idx[k] * C;
+    }
+    // past the last sample OpenCV computes S[sx] * 2048 (coefficients (2048, 0))
+    if (K == 2 && idx[1] == idx[0]) t.xa[d * K] = 2048, t.xa[d * K + 1] = 0;
+  }
+  pack_pairs(t, C, w * C, dw);
+  for (int64_t d = 0; d < dh; ++d) {
+    int64_t sy;
+    float fy;
+    gen_coord(d, scale_y, inv_y, kind == kTabAreaLinear, sy, fy);
+    float cy[4];
+    if (kind == kTabCubic) {
+      cubic_coeffs_cv(fy, cy);
+    } else {
+      cy[0] = 1.f - fy;
+      cy[1] = fy;
+    }
+    for (int k = 0; k < K; ++k) {
+      t.yb[d * K + k] = q11(cy[k]);
+      t.yr[d * K + k] = clamp_idx(sy - K / 2 + 1 + k, h);
+    }
+  }
+}
+
+// Horizontal pass, scalar: H[xo * C + c] = sum_k a[k] * S[o[k] + c] (exact in int32).
+inline void fixed_hrow_scalar(const uint8_t* S, const FixedTables& t, int64_t C, int64_t x0,
+                              int64_t x1, int32_t* H) {
+  const int K = t.K;
+  const int64_t* xo = t.xo.data();
+  const int16_t* xa = t.xa.data();
+  for (int64_t x = x0; x < x1; ++x) {
+    const int64_t* o = xo + x * K;
+    const int16_t* a = xa + x * K;
+    for (int64_t c = 0; c < C; ++c) {
+      int32_t acc = 0;
+      for (int k = 0; k < K; ++k) acc += static_cast<int32_t>(a[k]) * S[o[k] + c];
+      H[x * C + c] = acc;
+    }
+  }
+}
+
+inline uint32_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+#if defined(__SSE2__)
+// Two taps of one pixel of C <= 4 channels with pmaddwd: 8 bytes at the first tap,
+// widened to int16 and paired with the same bytes shifted by one pixel.
+template <int C>
+RS_INLINE __m128i pair_madd(const uint8_t* p, __m128i w) {
+  const __m128i v = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)),
+                                      _mm_setzero_si128());
+  return _mm_madd_epi16(_mm_unpacklo_epi16(v, _mm_srli_si128(v, 2 * C)), w);
+}
+
+// The vector horizontal pass over pixels [lo, hi): 4 int32 stored per pixel (the lanes
+// past C are overwritten by the next pixel or land in the row's slack).
+template <int C, int K>
+inline void hpair_sse2(const uint8_t* S, const FixedTables& t, int64_t lo, int64_t hi,
+                       int32_t* H) {
+  const int64_t* o0 = t.o0.data();
+  const int32_t* wa = t.wa4.data();
+  const int32_t* wb = t.wb4.data();
+  if constexpr (C == 1) {
+    const __m128i z = _mm_setzero_si128();
+    int64_t x = lo;
+    for (; x + 4 <= hi; x += 4) {
+      if constexpr (K == 2) {
+        // lanes p0 | p1 << 8 -> int16 pairs (p0, p1)
+        const __m128i v = _mm_set_epi32(
+            static_cast<int>(load_u16(S + o0[x + 3])), static_cast<int>(load_u16(S + o0[x + 2])),
+            static_cast<int>(load_u16(S + o0[x + 1])), static_cast<int>(load_u16(S + o0[x])));
+        const __m128i pairs = _mm_or_si128(_mm_and_si128(v, _mm_set1_epi32(0xff)),
+                                           _mm_slli_epi32(_mm_srli_epi32(v, 8), 16));
+        const __m128i w = _mm_set_epi32(wa[4 * x + 12], wa[4 * x + 8], wa[4 * x + 4], wa[4 * x]);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(H + x), _mm_madd_epi16(pairs, w));
+      } else {
+        const __m128i v = _mm_set_epi32(
+            static_cast<int>(load_u32(S + o0[x + 3])), static_cast<int>(load_u32(S + o0[x + 2])),
+            static_cast<int>(load_u32(S + o0[x + 1])), static_cast<int>(load_u32(S + o0[x])));
+        const __m128i wlo = _mm_set_epi32(wb[4 * x + 4], wa[4 * x + 4], wb[4 * x], wa[4 * x]);
+        const __m128i whi = _mm_set_epi32(wb[4 * x + 12], wa[4 * x + 12], wb[4 * x + 8], wa[4 * x + 8]);
+        const __m128i m0 = _mm_madd_epi16(_mm_unpacklo_epi8(v, z), wlo);  // x, x+1: 01 23
+        const __m128i m1 = _mm_madd_epi16(_mm_unpackhi_epi8(v, z), whi);  // x+2, x+3
+        const __m128 e = _mm_shuffle_ps(_mm_castsi128_ps(m0), _mm_castsi128_ps(m1),
+                                        _MM_SHUFFLE(2, 0, 2, 0));
+        const __m128 od = _mm_shuffle_ps(_mm_castsi128_ps(m0), _mm_castsi128_ps(m1),
+                                         _MM_SHUFFLE(3, 1, 3, 1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(H + x),
+                         _mm_add_epi32(_mm_castps_si128(e), _mm_castps_si128(od)));
+      }
+    }
+    fixed_hrow_scalar(S, t, C, x, hi, H);
+  } else {
+    for (int64_t x = lo; x < hi; ++x) {
+      const uint8_t* p = S + o0[x];
+      __m128i r = pair_madd<C>(p, _mm_loadu_si128(reinterpret_cast<const __m128i*>(wa + 4 * x)));
+      if constexpr (K == 4)
+        r = _mm_add_epi32(r, pair_madd<C>(p + 2 * C, _mm_loadu_si128(
+                                                         reinterpret_cast<const __m128i*>(wb + 4 * x))));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(H + x * C), r);
+    }
+  }
+}
+#endif
+
+#ifdef RS_AVX2
+// AVX2: two pixels per iteration (one per 128-bit lane), C = 2..4.
+template <int C>
+RS_AVX2_FN __m256i pair2_madd(const uint8_t* p, const uint8_t* q, const int32_t* w) {
+  const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q));
+  const __m256i v = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(a, b));
+  const __m256i pr = _mm256_unpacklo_epi16(v, _mm256_srli_si256(v, 2 * C));
+  return _mm256_madd_epi16(pr, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+}
+
+// Cubic taps of two pixels (C = 2..4) from one load each: pshufb builds the int16 pairs
+// (tap0, tap1) and (tap2, tap3) of each channel, pmaddwd weighs them, and the two halves
+// of every channel are added (palignr lines them up for C = 3).
+template <int C>
+__attribute__((target("avx2"))) int64_t hcubic_shuffle_avx2(const uint8_t* S,
+                                                            const FixedTables& t, int64_t lo,
+                                                            int64_t hi, int32_t* H) {
+  const int64_t* o0 = t.o0.data();
+  const int32_t* w1 = t.ws1.data();
+  const int32_t* w2 = t.ws2.data();
+  const int z = -1;
+  __m256i m1, m2;
+  if constexpr (C == 2) {  // bytes t_k c_j at 2k + j
+    m1 = _mm256_setr_epi8(0, z, 2, z, 1, z, 3, z, 4, z, 6, z, 5, z, 7, z,
+                          0, z, 2, z, 1, z, 3, z, 4, z, 6, z, 5, z, 7, z);
+    m2 = m1;
+  } else if constexpr (C == 3) {  // 3k + j
+    m1 = _mm256_setr_epi8(0, z, 3, z, 1, z, 4, z, 2, z, 5, z, 6, z, 9, z,
+                          0, z, 3, z, 1, z, 4, z, 2, z, 5, z, 6, z, 9, z);
+    m2 = _mm256_setr_epi8(7, z, 10, z, 8, z, 11, z, z, z, z, z, z, z, z, z,
+                          7, z, 10, z, 8, z, 11, z, z, z, z, z, z, z, z, z);
+  } else {  // 4k + j
+    m1 = _mm256_setr_epi8(0, z, 4, z, 1, z, 5, z, 2, z, 6, z, 3, z, 7, z,
+                          0, z, 4, z, 1, z, 5, z, 2, z, 6, z, 3, z, 7, z);
+    m2 = _mm256_setr_epi8(8, z, 12, z, 9, z, 13, z, 10, z, 14, z, 11, z, 15, z,
+                          8, z, 12, z, 9, z, 13, z, 10, z, 14, z, 11, z, 15, z);
+  }
+  int64_t x = lo;
+  for (; x + 2 <= hi; x += 2) {
+    __m256i v;
+    if constexpr (C == 2) {
+      v = _mm256_set_m128i(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(S + o0[x + 1])),
+                           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(S + o0[x])));
+    } else {
+      v = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(S + o0[x + 1])),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(S + o0[x])));
+    }
+    const __m256i a = _mm256_madd_epi16(_mm256_shuffle_epi8(v, m1),
+                                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + 4 * x)));
+    __m256i r;
+    if constexpr (C == 2) {
+      r = _mm256_add_epi32(a, _mm256_srli_si256(a, 8));
+    } else {
+      const __m256i b = _mm256_madd_epi16(_mm256_shuffle_epi8(v, m2),
+                                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w2 + 4 * x)));
+      r = C == 3 ? _mm256_add_epi32(a, _mm256_alignr_epi8(b, a, 12)) : _mm256_add_epi32(a, b);
+    }
+    if constexpr (C == 4) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(H + x * C), r);
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(H + x * C), _mm256_castsi256_si128(r));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(H + (x + 1) * C), _mm256_extracti128_si256(r, 1));
+    }
+  }
+  return x;
+}
+
+template <int C, int K>
+__attribute__((target("avx2"))) void hpair_avx2(const uint8_t* S, const FixedTables& t,
+                                                int64_t lo, int64_t hi, int32_t* H) {
+  const int64_t* o0 = t.o0.data();
+  const int32_t* wa = t.wa4.data();
+  const int32_t* wb = t.wb4.data();
+  int64_t x = lo;
+  if constexpr (K == 4) {
+    x = hcubic_shuffle_avx2<C>(S, t, lo, hi, H);
+  } else {
+    // linear: bytes t_k c_j at C k + j -> int16 pairs (t0 c_j, t1 c_j)
+    const int z = -1;
+    __m256i m;
+    if constexpr (C == 2)
+      m = _mm256_setr_epi8(0, z, 2, z, 1, z, 3, z, z, z, z, z, z, z, z, z,
+                           0, z, 2, z, 1, z, 3, z, z, z, z, z, z, z, z, z);
+    else if constexpr (C == 3)
+      m = _mm256_setr_epi8(0, z, 3, z, 1, z, 4, z, 2, z, 5, z, z, z, z, z,
+                           0, z, 3, z, 1, z, 4, z, 2, z, 5, z, z, z, z, z);
+    else
+      m = _mm256_setr_epi8(0, z, 4, z, 1, z, 5, z, 2, z, 6, z, 3, z, 7, z,
+                           0, z, 4, z, 1, z, 5, z, 2, z, 6, z, 3, z, 7, z);
+    for (; x + 2 <= hi; x += 2) {
+      const __m256i v = _mm256_set_m128i(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(S + o0[x + 1])),
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(S + o0[x])));
+      const __m256i r = _mm256_madd_epi16(_mm256_shuffle_epi8(v, m),
+                                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wa + 4 * x)));
+      if constexpr (C == 4) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(H + x * C), r);
+      } else {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(H + x * C), _mm256_castsi256_si128(r));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(H + (x + 1) * C), _mm256_extracti128_si256(r, 1));
+      }
+    }
+  }
+  for (; x + 2 <= hi; x += 2) {
+    const uint8_t* p = S + o0[x];
+    const uint8_t* q = S + o0[x + 1];
+    __m256i r = pair2_madd<C>(p, q, wa + 4 * x);
+    if constexpr (K == 4) r = _mm256_add_epi32(r, pair2_madd<C>(p + 2 * C, q + 2 * C, wb + 4 * x));
+    if constexpr (C == 4) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(H + x * C), r);
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(H + x * C), _mm256_castsi256_si128(r));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(H + (x + 1) * C), _mm256_extracti128_si256(r, 1));
+    }
+  }
+  if (x < hi) hpair_sse2<C, K>(S, t, x, hi, H);
+}
+#endif
+
+template <int C, int K>
+inline void fixed_hrow_ck(const uint8_t* S, const FixedTables& t, int64_t dw, int32_t* H,
+                          bool avx2) {
+  fixed_hrow_scalar(S, t, C, 0, t.simd_lo, H);
+#if defined(__SSE2__)
+#ifdef RS_AVX2
+  if constexpr (C > 1) {
+    if (avx2) {
+      hpair_avx2<C, K>(S, t, t.simd_lo, t.simd_hi, H);
+      fixed_hrow_scalar(S, t, C, t.simd_hi, dw, H);
+      return;
+    }
+  }
+#endif
+  hpair_sse2<C, K>(S, t, t.simd_lo, t.simd_hi, H);
+#else
+  fixed_hrow_scalar(S, t, C, t.simd_lo, t.simd_hi, H);
+#endif
+  (void)avx2;
+  fixed_hrow_scalar(S, t, C, t.simd_hi, dw, H);
+}
+
+inline void fixed_hrow(const uint8_t* S, const FixedTables& t, int64_t C, int64_t dw, int32_t* H,
+                       bool avx2) {
+  const bool k2 = t.K == 2;
+  switch (C) {
+    case 1: k2 ? fixed_hrow_ck<1, 2>(S, t, dw, H, avx2) : fixed_hrow_ck<1, 4>(S, t, dw, H, avx2); break;
+    case 2: k2 ? fixed_hrow_ck<2, 2>(S, t, dw, H, avx2) : fixed_hrow_ck<2, 4>(S, t, dw, H, avx2); break;
+    case 3: k2 ? fixed_hrow_ck<3, 2>(S, t, dw, H, avx2) : fixed_hrow_ck<3, 4>(S, t, dw, H, avx2); break;
+    case 4: k2 ? fixed_hrow_ck<4, 2>(S, t, dw, H, avx2) : fixed_hrow_ck<4, 4>(S, t, dw, H, avx2); break;
+    default: fixed_hrow_scalar(S, t, C, 0, dw, H);
+  }
+}
+
+// Vertical pass, linear (VResizeLinear<uchar> and VResizeLinearVec_32s8u).
+inline uint8_t vlin_one(int32_t h0, int32_t h1, int32_t b0, int32_t b1) {
+  const int32_t v = (((b0 * (h0 >> 4)) >> 16) + ((b1 * (h1 >> 4)) >> 16) + 2) >> 2;
+  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
+
+#ifdef RS_AVX2
+__attribute__((target("avx2"))) inline int64_t vlin_avx2(const int32_t* S0, const int32_t* S1,
+                                                         int16_t b0s, int16_t b1s, int64_t n,
+                                                         uint8_t* d) {
+  const __m256i b0 = _mm256_set1_epi16(b0s), b1 = _mm256_set1_epi16(b1s);
+  const __m256i two = _mm256_set1_epi16(2);
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    __m256i x[4], y[4];
+    for (int i = 0; i < 4; ++i) {
+      x[i] = _mm256_srai_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(S0 + j + 8 * i)), 4);
+      y[i] = _mm256_srai_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(S1 + j + 8 * i)), 4);
+    }
+    // packs interleaves 128-bit lanes: (0,1) -> [0lo 1lo 0hi 1hi]; fixed by the final permute
+    const __m256i x01 = _mm256_packs_epi32(x[0], x[1]), x23 = _mm256_packs_epi32(x[2], x[3]);
+    const __m256i y01 = _mm256_packs_epi32(y[0], y[1]), y23 = _mm256_packs_epi32(y[2], y[3]);
+    __m256i r01 = _mm256_adds_epi16(_mm256_mulhi_epi16(x01, b0), _mm256_mulhi_epi16(y01, b1));
+    __m256i r23 = _mm256_adds_epi16(_mm256_mulhi_epi16(x23, b0), _mm256_mulhi_epi16(y23, b1));
+    r01 = _mm256_srai_epi16(_mm256_adds_epi16(r01, two), 2);
+    r23 = _mm256_srai_epi16(_mm256_adds_epi16(r23, two), 2);
+    const __m256i p = _mm256_packus_epi16(r01, r23);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j),
+                        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  }
+  return j;
+}
+#endif
+
+inline void fixed_vrow_linear(const int32_t* const* rows, const int16_t* b, int64_t n,
+                              uint8_t* d, bool avx2) {
+  const int32_t* S0 = rows[0];
+  const int32_t* S1 = rows[1];
+  int64_t j = 0;
+#ifdef RS_AVX2
+  if (avx2) j = vlin_avx2(S0, S1, b[0], b[1], n, d);
+#endif
+  (void)avx2;
+#if defined(__SSE2__)
+  const __m128i b0 = _mm_set1_epi16(b[0]), b1 = _mm_set1_epi16(b[1]), two = _mm_set1_epi16(2);
+  for (; j + 16 <= n; j += 16) {
+    auto ld = [](const int32_t* p) {
+      return _mm_srai_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), 4);
+    };
+    const __m128i x0 = _mm_packs_epi32(ld(S0 + j), ld(S0 + j + 4));
+    const __m128i x1 = _mm_packs_epi32(ld(S0 + j + 8), ld(S0 + j + 12));
+    const __m128i y0 = _mm_packs_epi32(ld(S1 + j), ld(S1 + j + 4));
+    const __m128i y1 = _mm_packs_epi32(ld(S1 + j + 8), ld(S1 + j + 12));
+    __m128i r0 = _mm_adds_epi16(_mm_mulhi_epi16(x0, b0), _mm_mulhi_epi16(y0, b1));
+    __m128i r1 = _mm_adds_epi16(_mm_mulhi_epi16(x1, b0), _mm_mulhi_epi16(y1, b1));
+    r0 = _mm_srai_epi16(_mm_adds_epi16(r0, two), 2);
+    r1 = _mm_srai_epi16(_mm_adds_epi16(r1, two), 2);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm_packus_epi16(r0, r1));
+  }
+#endif
+  for (; j < n; ++j) d[j] = vlin_one(S0[j], S1[j], b[0], b[1]);
+}
+
+// Vertical pass, cubic (VResizeCubic<uchar> with VResizeCubicVec_32s8u): float32 for
+// j < nv = n rounded down to 8 (OpenCV's 128-bit vector loop), integers for the tail.
+inline uint8_t vcub_float_one(const int32_t* const* S, const float* bf, int64_t j) {
+  float acc = static_cast<float>(S[3][j]) * bf[3];
+  acc = static_cast<float>(S[2][j]) * bf[2] + acc;
+  acc = static_cast<float>(S[1][j]) * bf[1] + acc;
+  acc = static_cast<float>(S[0][j]) * bf[0] + acc;
+  return saturate_float<uint8_t>(acc);
+}
+
+#ifdef RS_AVX2
+RS_AVX2_FN __m256 ld8f(const int32_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+__attribute__((target("avx2"))) inline int64_t vcub_avx2(const int32_t* const* S,
+                                                         const float* bf, int64_t nv,
+                                                         uint8_t* d) {
+  const __m256 b0 = _mm256_set1_ps(bf[0]), b1 = _mm256_set1_ps(bf[1]);
+  const __m256 b2 = _mm256_set1_ps(bf[2]), b3 = _mm256_set1_ps(bf[3]);
+  int64_t j = 0;
+  for (; j + 16 <= nv; j += 16) {
+    __m256i q[2];
+    for (int i = 0; i < 2; ++i) {
+      const int64_t o = j + 8 * i;
+      __m256 acc = _mm256_mul_ps(ld8f(S[3] + o), b3);
+      acc = _mm256_add_ps(_mm256_mul_ps(ld8f(S[2] + o), b2), acc);
+      acc = _mm256_add_ps(_mm256_mul_ps(ld8f(S[1] + o), b1), acc);
+      acc = _mm256_add_ps(_mm256_mul_ps(ld8f(S[0] + o), b0), acc);
+      q[i] = _mm256_cvtps_epi32(acc);
+    }
+    const __m256i p16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xd8);
+    const __m128i p8 = _mm_packus_epi16(_mm256_castsi256_si128(p16),
+                                        _mm256_extracti128_si256(p16, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), p8);
+  }
+  return j;
+}
+#endif
+
+inline void fixed_vrow_cubic(const int32_t* const* S, const int16_t* b, int64_t n, uint8_t* d,
+                             bool avx2) {
+  const int64_t nv = (n / 8) * 8;
+  const float scale = 1.f / (2048 * 2048);
+  float bf[4];
+  for (int k = 0; k < 4; ++k) bf[k] = static_cast<float>(b[k]) * scale;
+  int64_t j = 0;
+#ifdef RS_AVX2
+  if (avx2) j = vcub_avx2(S, bf, nv, d);
+#endif
+  (void)avx2;
+#if defined(__SSE2__)
+  {
+    const __m128 b0 = _mm_set1_ps(bf[0]), b1 = _mm_set1_ps(bf[1]);
+    const __m128 b2 = _mm_set1_ps(bf[2]), b3 = _mm_set1_ps(bf[3]);
+    auto ld = [](const int32_t* p) {
+      return _mm_cvtepi32_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    };
+    for (; j + 8 <= nv; j += 8) {
+      __m128i q[2];
+      for (int i = 0; i < 2; ++i) {
+        const int64_t o = j + 4 * i;
+        __m128 acc = _mm_mul_ps(ld(S[3] + o), b3);
+        acc = _mm_add_ps(_mm_mul_ps(ld(S[2] + o), b2), acc);
+        acc = _mm_add_ps(_mm_mul_ps(ld(S[1] + o), b1), acc);
+        acc = _mm_add_ps(_mm_mul_ps(ld(S[0] + o), b0), acc);
+        q[i] = _mm_cvtps_epi32(acc);
+      }
+      const __m128i p16 = _mm_packs_epi32(q[0], q[1]);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(d + j), _mm_packus_epi16(p16, p16));
+    }
+  }
+#endif
+  for (; j < nv; ++j) d[j] = vcub_float_one(S, bf, j);
+  for (; j < n; ++j) {
+    int64_t acc = 0;
+    for (int k = 0; k < 4; ++k) acc += static_cast<int64_t>(b[k]) * S[k][j];
+    d[j] = saturate_int<uint8_t>((acc + (1 << 21)) >> 22);
+  }
+}
+
+// The ring scheme shared by the separable integer passes: output rows in stripes, each
+// stripe keeping the horizontally resized source rows of its last output rows in K slots
+// (slot y % K; the rows of one output are K consecutive clipped indices, so distinct
+// rows never share a slot).  hrow(src_row, H_row), vrow(rows[K], row index, out_row).
+template <typename T, typename HT, class HFn, class VFn>
+void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t* yrows,
+                HFn hrow, VFn vrow, T* out, int nthreads) {
+  if (dh == 0 || Lout == 0) return;
+  const int64_t hrows = std::min<int64_t>(x.H, dh * K);
+  const int nt = threads_for(rsk::work(double(Lout) * (double(hrows) * 4 + double(dh) * K)),
+                             nthreads);
+  const int64_t stripe = stripe_rows(dh, nt);
+  const int64_t stripes = (dh + stripe - 1) / stripe;
+  const size_t slot = static_cast<size_t>(Lout + kSlack);
+  const size_t per = slot * static_cast<size_t>(K);
+  std::vector<HT> scratch(per * static_cast<size_t>(nt), HT(0));
+  std::vector<int64_t> tags(static_cast<size_t>(nt) * static_cast<size_t>(K));
+#pragma omp parallel num_threads(nt)
+  {
+    int tid = 0;
+#ifdef _OPENMP
+    tid = omp_get_thread_num();
+#endif
+    HT* ring = scratch.data() + per * static_cast<size_t>(tid);
+    int64_t* tag = tags.data() + static_cast<size_t>(tid) * static_cast<size_t>(K);
+    const HT* rp[8];
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t s = 0; s < stripes; ++s) {
+      for (int k = 0; k < K; ++k) tag[k] = -1;
+      const int64_t y0 = s * stripe, y1 = std::min(dh, y0 + stripe);
+      for (int64_t yo = y0; yo < y1; ++yo) {
+        for (int k = 0; k < K; ++k) {
+          const int64_t y = clamp_idx(yrows[yo * K + k], x.H);
+          const int64_t sl = y % K;
+          HT* hr = ring + static_cast<size_t>(sl) * slot;
+          if (tag[sl] != y) {
+            hrow(x.row(y), hr);
+            tag[sl] = y;
+          }
+          rp[k] = hr;
+        }
+        vrow(rp, yo, out + yo * Lout);
+      }
+    }
+  }
+}
+
+}  // namespace cvr
+
+// uint8 INTER_LINEAR / INTER_CUBIC / INTER_AREA (upscaling: bilinear with OpenCV's area
+// coefficients) in OpenCV's 11-bit fixed point.
+inline void cv_resize_fixed(const uint8_t* x, int64_t h, int64_t w, int64_t C, int64_t rs,
+                            double scale_x, double inv_x, double scale_y, double inv_y,
+                            int interp, uint8_t* out, int64_t dh, int64_t dw, int nthreads) {
+  using namespace cvr;
+  FixedTables t;
+  fixed_tables(t, w, h, C, dw, dh, scale_x, inv_x, scale_y, inv_y, interp);
+  const Img<uint8_t> img{x, h, w, C, rs};
+  const int64_t Lout = dw * C;
+  const bool avx2 = rsk::use_avx2();
+  const int K = t.K;
+  auto hrow = [&](const uint8_t* src, int32_t* H) { fixed_hrow(src, t, C, dw, H, avx2); };
+  if (K == 2) {
+    auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
+      fixed_vrow_linear(rows, t.yb.data() + 2 * yo, Lout, d, avx2);
+    };
+    ring_apply<uint8_t, int32_t>(img, dh, Lout, 2, t.yr.data(), hrow, vrow, out, nthreads);
+  } else {
+    auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
+      fixed_vrow_cubic(rows, t.yb.data() + 4 * yo, Lout, d, avx2);
+    };
+    ring_apply<uint8_t, int32_t>(img, dh, Lout, 4, t.yr.data(), hrow, vrow, out, nthreads);
+  }
+}
+
+// ------------------------------------------------------------------ float arithmetic
+// INTER_LINEAR / INTER_CUBIC / INTER_AREA-upscale of uint16, int16, float32 and float64
+// images: resizeGeneric_ with HResizeLinear / HResizeCubic<T, WT, float> and
+// VResizeLinear / VResizeCubic<T, WT, float, Cast<WT, T>> (WT float; double for double),
+// OpenCV's operations in OpenCV's order: horizontal sums per source row (a linear tap
+// past the last sample is S * 1; cubic edge pixels start from 0 + ..., as HResizeCubic's
+// border loop), the vertical sum in tap order except where OpenCV's vector loop adds
+// from the last tap (cubic, x < width rounded down to 4 float32 / 8 16-bit lanes), then
+// saturate_cast (round half to even).  Bit-exact with OpenCV's own code (IPP off).
+// (The resize family's separable apply merges clamped edge taps and sums forward, so it
+// is reused only where the arithmetic is the same: INTER_AREA downscaling.)
+namespace cvr {
+
+template <typename T>
+struct FloatPath {
+  using WT = typename std::conditional<std::is_same<T, double>::value, double, float>::type;
+  // lanes of OpenCV's VResizeCubicVec (128-bit): 4 float32, 8 for 16-bit outputs, none
+  // for double (VResizeNoVec)
+  static constexpr int64_t kCubicLanes =
+      std::is_same<T, double>::value ? 0 : (std::is_same<T, float>::value ? 4 : 8);
+};
+
+#if defined(__SSE2__)
+// 4 consecutive elements as float32 (uint16 / int16 widened exactly).
+template <typename T>
+RS_INLINE __m128 load4f(const T* p) {
+  if constexpr (std::is_same<T, float>::value) {
+    return _mm_loadu_ps(p);
+  } else {
+    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    if constexpr (std::is_same<T, uint16_t>::value)
+      return _mm_cvtepi32_ps(_mm_unpacklo_epi16(v, _mm_setzero_si128()));
+    else
+      return _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpacklo_epi16(v, v), 16));
+  }
+}
+
+// d[j] = saturate_cast<T>(v) for 4 floats (16-bit T): clamp, round half to even, pack.
+template <typename T>
+RS_INLINE void store4_16(__m128 v, T* d) {
+  const __m128 lo = _mm_set1_ps(static_cast<float>(std::numeric_limits<T>::min()));
+  const __m128 hi = _mm_set1_ps(static_cast<float>(std::numeric_limits<T>::max()));
+  __m128i q = _mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(v, lo), hi));
+  if constexpr (std::is_same<T, uint16_t>::value) {  // no packus_epi32 in SSE2
+    q = _mm_sub_epi32(q, _mm_set1_epi32(32768));
+    q = _mm_xor_si128(_mm_packs_epi32(q, q), _mm_set1_epi16(static_cast<short>(0x8000)));
+  } else {
+    q = _mm_packs_epi32(q, q);
+  }
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(d), q);
+}
+#endif
+
+template <typename T>
+void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, double scale_x,
+                  double inv_x, double scale_y, double inv_y, int interp, T* out, int64_t dh,
+                  int64_t dw, int nthreads) {
+  using WT = typename FloatPath<T>::WT;
+  const int kind = interp == kCubic ? kTabCubic : (interp == kArea ? kTabAreaLinear : kTabLinear);
+  const int K = kind == kTabCubic ? 4 : 2;
+  std::vector<int64_t> xo(static_cast<size_t>(dw * K)), yr(static_cast<size_t>(dh * K));
+  std::vector<WT> xa(static_cast<size_t>(dw * K)), yb(static_cast<size_t>(dh * K));
+  std::vector<int8_t> xn(static_cast<size_t>(dw)), xz(static_cast<size_t>(dw));
+  int64_t idx[4];
+  float c[4];
+  for (int64_t d = 0; d < dw; ++d) {
+    gen_taps(d, w, scale_x, inv_x, kind, true, idx, c);
+    for (int k = 0; k < K; ++k) {
+      xo[d * K + k] = idx[k] * C;
+      xa[d * K + k] = static_cast<WT>(c[k]);
+    }
+    // linear: past the last sample one tap (S * 1); cubic: border pixels from 0 + ...
+    xn[d] = static_cast<int8_t>(K == 2 && idx[1] == idx[0] ? 1 : K);
+    xz[d] = static_cast<int8_t>(K == 4 && !gen_taps_interior(d, w, scale_x, inv_x));
+  }
+  for (int64_t d = 0; d < dh; ++d) {
+    int64_t sy;
+    float fy;
+    gen_coord(d, scale_y, inv_y, kind == kTabAreaLinear, sy, fy);
+    float cy[4];
+    if (kind == kTabCubic) {
+      cubic_coeffs_cv(fy, cy);
+    } else {
+      cy[0] = 1.f - fy;
+      cy[1] = fy;
+    }
+    for (int k = 0; k < K; ++k) {
+      yb[d * K + k] = static_cast<WT>(cy[k]);
+      yr[d * K + k] = clamp_idx(sy - K / 2 + 1 + k, h);
+    }
+  }
+  const Img<T> img{x, h, w, C, rs};
+  const int64_t Lout = dw * C, Lin = w * C;
+  // pixels whose 4-element loads at every tap stay inside the row (vector path, C 2..4)
+  std::vector<int8_t> xv(static_cast<size_t>(dw), 0);
+  for (int64_t d = 0; d < dw; ++d) {
+    bool ok = C >= 2 && C <= 4;
+    for (int k = 0; k < xn[d]; ++k) ok = ok && xo[d * K + k] + 4 <= Lin;
+    xv[d] = static_cast<int8_t>(ok);
+  }
+  // (raw pointers in locals: CPython builds extensions with -fno-strict-aliasing, so a
+  // pointer read through a captured vector is reloaded after every store)
+  const int64_t* xo_p = xo.data();
+  const WT* xa_p = xa.data();
+  const int8_t* xn_p = xn.data();
+  const int8_t* xz_p = xz.data();
+  const int8_t* xv_p = xv.data();
+  auto hrow = [=](const T* S, WT* H) {
+    for (int64_t d = 0; d < dw; ++d) {
+      const int64_t* o = xo_p + d * K;
+      const WT* a = xa_p + d * K;
+      const int n = xn_p[d];
+      const bool z = xz_p[d] != 0;
+#if defined(__SSE2__)
+      if constexpr (std::is_same<WT, float>::value) {
+        if (xv_p[d]) {  // one pixel per vector: every lane runs the scalar sequence
+          __m128 acc = _mm_mul_ps(load4f<T>(S + o[0]), _mm_set1_ps(a[0]));
+          if (z) acc = _mm_add_ps(_mm_setzero_ps(), acc);
+          for (int k = 1; k < n; ++k)
+            acc = _mm_add_ps(acc, _mm_mul_ps(load4f<T>(S + o[k]), _mm_set1_ps(a[k])));
+          _mm_storeu_ps(H + d * C, acc);  // (lanes past C: the next pixel or the slack)
+          continue;
+        }
+      }
+#endif
+      for (int64_t ch = 0; ch < C; ++ch) {
+        WT acc = static_cast<WT>(S[o[0] + ch]) * a[0];
+        if (z) acc = WT(0) + acc;
+        for (int k = 1; k < n; ++k) acc = acc + static_cast<WT>(S[o[k] + ch]) * a[k];
+        H[d * C + ch] = acc;
+      }
+    }
+  };
+  constexpr int64_t lanes = FloatPath<T>::kCubicLanes;
+  const WT* yb_p = yb.data();
+  auto vrow = [=](const WT* const* R, int64_t yo, T* dst) {
+    const WT* b = yb_p + yo * K;
+    int64_t j = 0;
+    if (K == 2) {
+      const WT b0 = b[0], b1 = b[1];
+      const WT* S0 = R[0];
+      const WT* S1 = R[1];
+#if defined(__SSE2__)
+      if constexpr (std::is_integral<T>::value) {
+        const __m128 vb0 = _mm_set1_ps(b0), vb1 = _mm_set1_ps(b1);
+        for (; j + 4 <= Lout; j += 4)
+          store4_16<T>(_mm_add_ps(_mm_mul_ps(_mm_loadu_ps(S0 + j), vb0),
+                                  _mm_mul_ps(_mm_loadu_ps(S1 + j), vb1)), dst + j);
+      }
+#endif
+      for (; j < Lout; ++j) dst[j] = store_wt<T, WT>(S0[j] * b0 + S1[j] * b1);
+      return;
+    }
+    const int64_t nv = lanes ? (Lout / lanes) * lanes : 0;
+    const WT b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+#if defined(__SSE2__)
+    if constexpr (std::is_integral<T>::value) {
+      const __m128 v0 = _mm_set1_ps(b0), v1 = _mm_set1_ps(b1), v2 = _mm_set1_ps(b2),
+                   v3 = _mm_set1_ps(b3);
+      for (; j + 4 <= nv; j += 4) {
+        const __m128 t = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(R[2] + j), v2),
+                                    _mm_mul_ps(_mm_loadu_ps(R[3] + j), v3));
+        const __m128 u = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(R[1] + j), v1), t);
+        store4_16<T>(_mm_add_ps(_mm_mul_ps(_mm_loadu_ps(R[0] + j), v0), u), dst + j);
+      }
+    }
+#endif
+    for (; j < nv; ++j)
+      dst[j] = store_wt<T, WT>(R[0][j] * b0 + (R[1][j] * b1 + (R[2][j] * b2 + R[3][j] * b3)));
+    for (; j < Lout; ++j)
+      dst[j] = store_wt<T, WT>(R[0][j] * b0 + R[1][j] * b1 + R[2][j] * b2 + R[3][j] * b3);
+  };
+  ring_apply<T, WT>(img, dh, Lout, K, yr.data(), hrow, vrow, out, nthreads);
+}
+
+}  // namespace cvr
+
+template <typename T>
+void cv_resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, double scale_x,
+                     double inv_x, double scale_y, double inv_y, int interp, T* out,
+                     int64_t dh, int64_t dw, int nthreads) {
+  cvr::resize_float<T>(x, h, w, C, rs, scale_x, inv_x, scale_y, inv_y, interp, out, dh, dw,
+                       nthreads);
+}
+
+// ------------------------------------------------------------------ INTER_LINEAR_EXACT
+namespace cvr {
+
+// resize_bitExact's fixed-point types: uint8 -> ufixedpoint16 (8 fractional bits, the
+// vertical sum in 32 bits); uint16 -> ufixedpoint32, int16 -> fixedpoint32 (16 bits,
+// vertical sums in 64 bits).
+template <typename T>
+struct ExactTypes {
+  static constexpr int kBits = sizeof(T) == 1 ? 8 : 16;
+  using HT = typename std::conditional<sizeof(T) == 1, uint16_t,
+                                       typename std::conditional<std::is_signed<T>::value,
+                                                                 int32_t, uint32_t>::type>::type;
+  using CT = typename std::conditional<sizeof(T) == 1, uint16_t, uint32_t>::type;
+  using VT = typename std::conditional<sizeof(T) == 1, uint32_t,
+                                       typename std::conditional<std::is_signed<T>::value,
+                                                                 int64_t, uint64_t>::type>::type;
+};
+
+// interpolationLinear::getCoeffs in IEEE double (softdouble): (index, c0, c1) with
+// c1 = cvRound(frac * 2^bits); outputs left of the image (every output for n_in == 1) take
+// sample 0, outputs at or past the last sample take it with (2^bits, 0).
+inline void exact_coeffs(int64_t d, int64_t n_in, double scale, int bits, int64_t& idx,
+                         uint32_t& c0, uint32_t& c1) {
+  const uint32_t one = 1u << bits;
+  const double fval = scale * (static_cast<double>(d) + 0.5) - 0.5;
+  const int64_t ival = floor_i64(fval);
+  if (ival >= 0 && n_in > 1) {
+    if (ival < n_in - 1) {
+      const double f = (fval - static_cast<double>(ival)) * static_cast<double>(one);
+      c1 = static_cast<uint32_t>(std::nearbyint(f));
+      c0 = one - c1;
+      idx = ival;
+      return;
+    }
+    idx = n_in - 1;
+  } else {
+    idx = 0;
+  }
+  c0 = one;
+  c1 = 0;
+}
+
+}  // namespace cvr
+
+namespace cvr {
+
+// The uint8 vertical pass of resize_bitExact: (b0 * H0 + b1 * H1 + 2^15) >> 16, b <= 256
+// and H <= 65280 (exact in int32).
+#ifdef RS_AVX2
+__attribute__((target("avx2"))) inline int64_t exact_v_avx2(const int32_t* S0,
+                                                            const int32_t* S1, int32_t b0,
+                                                            int32_t b1, int64_t n,
+                                                            uint8_t* d) {
+  const __m256i vb0 = _mm256_set1_epi32(b0), vb1 = _mm256_set1_epi32(b1);
+  const __m256i half = _mm256_set1_epi32(1 << 15);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m256i q[2];
+    for (int i = 0; i < 2; ++i) {
+      const __m256i h0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(S0 + j + 8 * i));
+      const __m256i h1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(S1 + j + 8 * i));
+      const __m256i v = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(h0, vb0),
+                                                          _mm256_mullo_epi32(h1, vb1)), half);
+      q[i] = _mm256_srli_epi32(v, 16);
+    }
+    const __m256i p16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xd8);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j),
+                     _mm_packus_epi16(_mm256_castsi256_si128(p16), _mm256_extracti128_si256(p16, 1)));
+  }
+  return j;
+}
+#endif
+
+inline void exact_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int64_t rs,
+                     double scale_x, double scale_y, uint8_t* out, int64_t dh, int64_t dw,
+                     int nthreads) {
+  FixedTables t;
+  t.K = 2;
+  t.xo.assign(static_cast<size_t>(2 * dw), 0);
+  t.xa.assign(static_cast<size_t>(2 * dw), 0);
+  t.yr.assign(static_cast<size_t>(2 * dh), 0);
+  t.yb.assign(static_cast<size_t>(2 * dh), 0);
+  for (int64_t d = 0; d < dw; ++d) {
+    int64_t i;
+    uint32_t c0, c1;
+    exact_coeffs(d, w, scale_x, 8, i, c0, c1);
+    t.xo[2 * d] = i * C;
+    t.xo[2 * d + 1] = std::min(i + 1, w - 1) * C;
+    t.xa[2 * d] = static_cast<int16_t>(c0);
+    t.xa[2 * d + 1] = static_cast<int16_t>(c1);
+  }
+  pack_pairs(t, C, w * C, dw);
+  for (int64_t d = 0; d < dh; ++d) {
+    int64_t i;
+    uint32_t c0, c1;
+    exact_coeffs(d, h, scale_y, 8, i, c0, c1);
+    t.yr[2 * d] = i;
+    t.yr[2 * d + 1] = std::min(i + 1, h - 1);
+    t.yb[2 * d] = static_cast<int16_t>(c0);
+    t.yb[2 * d + 1] = static_cast<int16_t>(c1);
+  }
+  const Img<uint8_t> img{x, h, w, C, rs};
+  const int64_t Lout = dw * C;
+  const bool avx2 = rsk::use_avx2();
+  auto hrow = [&](const uint8_t* src, int32_t* H) { fixed_hrow(src, t, C, dw, H, avx2); };
+  auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
+    const int32_t b0 = t.yb[2 * yo], b1 = t.yb[2 * yo + 1];
+    int64_t j = 0;
+#ifdef RS_AVX2
+    if (avx2) j = exact_v_avx2(rows[0], rows[1], b0, b1, Lout, d);
+#endif
+    for (; j < Lout; ++j)
+      d[j] = saturate_int<uint8_t>((b0 * rows[0][j] + b1 * rows[1][j] + (1 << 15)) >> 16);
+  };
+  ring_apply<uint8_t, int32_t>(img, dh, Lout, 2, t.yr.data(), hrow, vrow, out, nthreads);
+}
+
+}  // namespace cvr
+
+template <typename T>
+void cv_resize_exact(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, double scale_x,
+                     double scale_y, T* out, int64_t dh, int64_t dw, int nthreads) {
+  using namespace cvr;
+  if constexpr (std::is_same<T, uint8_t>::value) {
+    exact_u8(x, h, w, C, rs, scale_x, scale_y, out, dh, dw, nthreads);
+    return;
+  }
+  using HT = typename ExactTypes<T>::HT;
+  using CT = typename ExactTypes<T>::CT;
+  using VT = typename ExactTypes<T>::VT;
+  constexpr int bits = ExactTypes<T>::kBits;
+  std::vector<int64_t> xo0(static_cast<size_t>(dw)), xo1(static_cast<size_t>(dw));
+  std::vector<CT> xa(static_cast<size_t>(2 * dw)), yb(static_cast<size_t>(2 * dh));
+  std::vector<int64_t> yr(static_cast<size_t>(2 * dh));
+  for (int64_t d = 0; d < dw; ++d) {
+    int64_t i;
+    uint32_t c0, c1;
+    exact_coeffs(d, w, scale_x, bits, i, c0, c1);
+    xo0[d] = i * C;
+    xo1[d] = std::min(i + 1, w - 1) * C;
+    xa[2 * d] = static_cast<CT>(c0);
+    xa[2 * d + 1] = static_cast<CT>(c1);
+  }
+  for (int64_t d = 0; d < dh; ++d) {
+    int64_t i;
+    uint32_t c0, c1;
+    exact_coeffs(d, h, scale_y, bits, i, c0, c1);
+    yr[2 * d] = i;
+    yr[2 * d + 1] = std::min(i + 1, h - 1);
+    yb[2 * d] = static_cast<CT>(c0);
+    yb[2 * d + 1] = static_cast<CT>(c1);
+  }
+  const Img<T> img{x, h, w, C, rs};
+  const int64_t Lout = dw * C;
+  const CT* xa_p = xa.data();  // (locals: see resize_float)
+  const int64_t* xo0_p = xo0.data();
+  const int64_t* xo1_p = xo1.data();
+  const CT* yb_p = yb.data();
+  auto hrow = [=](const T* S, HT* Hr) {
+    for (int64_t xo = 0; xo < dw; ++xo) {
+      const HT a0 = static_cast<HT>(xa_p[2 * xo]), a1 = static_cast<HT>(xa_p[2 * xo + 1]);
+      const T* p0 = S + xo0_p[xo];
+      const T* p1 = S + xo1_p[xo];
+      for (int64_t c = 0; c < C; ++c)
+        Hr[xo * C + c] = static_cast<HT>(a0 * static_cast<HT>(p0[c]) + a1 * static_cast<HT>(p1[c]));
+    }
+  };
+  auto vrow = [=](const HT* const* rows, int64_t yo, T* d) {
+    const VT b0 = static_cast<VT>(yb_p[2 * yo]), b1 = static_cast<VT>(yb_p[2 * yo + 1]);
+    const HT* S0 = rows[0];
+    const HT* S1 = rows[1];
+    constexpr VT half = VT(1) << (2 * bits - 1);
+    for (int64_t j = 0; j < Lout; ++j) {
+      const VT v = b0 * static_cast<VT>(S0[j]) + b1 * static_cast<VT>(S1[j]) + half;
+      d[j] = saturate_int<T>(static_cast<int64_t>(v >> (2 * bits)));
+    }
+  };
+  ring_apply<T, HT>(img, dh, Lout, 2, yr.data(), hrow, vrow, out, nthreads);
+}
+
+// ------------------------------------------------------------------ INTER_AREA, integer scale
+namespace cvr {
+
+template <typename T>
+struct AreaTypes {  // resizeAreaFast_'s WT and resizeArea_'s WT
+  using FastWT = typename std::conditional<
+      std::is_same<T, uint8_t>::value, int32_t,
+      typename std::conditional<std::is_same<T, double>::value, double, float>::type>::type;
+  using WT = typename std::conditional<std::is_same<T, double>::value, double, float>::type;
+};
+
+template <typename T>
+inline T cast_from(float v) { return saturate_float<T>(v); }
+
+}  // namespace cvr
+
+namespace cvr {
+
+// uint8 2x2 cells of 1, 3 or 4 channels, (a + b + c + d + 2) >> 2 over the first n
+// outputs of a row (full cells only): pshufb pairs each output's two bytes, pmaddubsw adds
+// them.  Returns how many outputs it wrote (the rest is the caller's scalar loop).
+#ifdef RS_AVX2
+__attribute__((target("avx2"))) inline int64_t area2x2_u8_avx2(const uint8_t* r0,
+                                                               const uint8_t* r1, int64_t C,
+                                                               int64_t n, uint8_t* d) {
+  const __m256i ones = _mm256_set1_epi8(1), two = _mm256_set1_epi16(2);
+  const int z = -1;
+  int64_t j = 0;
+  if (C == 1 || C == 4) {
+    const __m256i m = C == 1 ? _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+                             : _mm256_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15,
+                                                0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+    for (; j + 16 <= n; j += 16) {  // inputs 2j .. 2j + 31
+      const __m256i a = _mm256_shuffle_epi8(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0 + 2 * j)), m);
+      const __m256i b = _mm256_shuffle_epi8(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1 + 2 * j)), m);
+      __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(a, ones), _mm256_maddubs_epi16(b, ones));
+      v = _mm256_srli_epi16(_mm256_add_epi16(v, two), 2);
+      const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi16(v, v), 0xd8);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm256_castsi256_si128(p));
+    }
+    return j;
+  }
+  // C = 3: 12 input bytes (4 pixels) -> 6 outputs per 128-bit lane
+  const __m256i m = _mm256_setr_epi8(0, 3, 1, 4, 2, 5, 6, 9, 7, 10, 8, 11, z, z, z, z,
+                                     0, 3, 1, 4, 2, 5, 6, 9, 7, 10, 8, 11, z, z, z, z);
+  for (; j + 14 <= n; j += 12) {  // reads inputs 2j .. 2j + 27, writes d[j .. j + 13]
+    const __m256i a = _mm256_shuffle_epi8(
+        _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + 2 * j + 12)),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + 2 * j))), m);
+    const __m256i b = _mm256_shuffle_epi8(
+        _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + 2 * j + 12)),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + 2 * j))), m);
+    __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(a, ones), _mm256_maddubs_epi16(b, ones));
+    v = _mm256_srli_epi16(_mm256_add_epi16(v, two), 2);
+    const __m256i p = _mm256_packus_epi16(v, v);  // lane: 6 outputs, 2 junk, repeated
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d + j), _mm256_castsi256_si128(p));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d + j + 6), _mm256_extracti128_si256(p, 1));
+  }
+  return j;
+}
+#endif
+
+// resizeAreaFast_ on uint8: exact integer sums (vertical sums first, then each cell's
+// columns: any order gives the same int), then OpenCV's rules.
+inline void area_fast_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int64_t rs,
+                         int64_t isx, int64_t isy, uint8_t* out, int64_t dh, int64_t dw,
+                         int nthreads) {
+  const Img<uint8_t> img{x, h, w, C, rs};
+  const int64_t area = isx * isy;
+  const float scale = 1.f / static_cast<float>(area);
+  const int64_t Lout = dw * C;
+  const int64_t full_w = std::min(w / isx, dw);
+  const int64_t nfull = full_w * C, used = full_w * isx * C;
+  const bool int2x2 = isx == 2 && isy == 2 && (C == 1 || C == 3 || C == 4);
+  const bool avx2 = rsk::use_avx2();
+  const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads);
+  const size_t per = static_cast<size_t>(used + kSlack);
+  std::vector<int32_t> scratch(int2x2 ? 0 : per * static_cast<size_t>(nt), 0);
+#pragma omp parallel num_threads(nt)
+  {
+    int tid = 0;
+#ifdef _OPENMP
+    tid = omp_get_thread_num();
+#endif
+    int32_t* vs = int2x2 ? nullptr : scratch.data() + per * static_cast<size_t>(tid);
+#pragma omp for schedule(static)
+    for (int64_t dy = 0; dy < dh; ++dy) {
+      uint8_t* D = out + dy * Lout;
+      const int64_t sy0 = dy * isy;
+      if (sy0 >= h) {
+        std::memset(D, 0, static_cast<size_t>(Lout));
+        continue;
+      }
+      const bool full_row = sy0 + isy <= h;
+      int64_t nf = 0;  // outputs of full cells written
+      if (full_row && int2x2) {
+        const uint8_t* r0 = img.row(sy0);
+        const uint8_t* r1 = img.row(sy0 + 1);
+        int64_t j = 0;
+#ifdef RS_AVX2
+        if (avx2) j = area2x2_u8_avx2(r0, r1, C, nfull, D);
+#endif
+        for (; j < nfull; ++j) {
+          const int64_t k = (j / C) * 2 * C + j % C;
+          D[j] = static_cast<uint8_t>((r0[k] + r0[k + C] + r1[k] + r1[k + C] + 2) >> 2);
+        }
+        nf = nfull;
+      } else if (full_row) {
+        const uint8_t* r = img.row(sy0);
+        for (int64_t k = 0; k < used; ++k) vs[k] = r[k];
+        for (int64_t yy = 1; yy < isy; ++yy) {
+          r = img.row(sy0 + yy);
+          for (int64_t k = 0; k < used; ++k) vs[k] += r[k];
+        }
+        for (int64_t dx = 0; dx < full_w; ++dx)
+          for (int64_t c = 0; c < C; ++c) {
+            const int32_t* q = vs + dx * isx * C + c;
+            int32_t sum = 0;
+            for (int64_t i = 0; i < isx; ++i) sum += q[i * C];
+            D[dx * C + c] = saturate_float<uint8_t>(static_cast<float>(sum) * scale);
+          }
+        nf = nfull;
+      }
+      // cells cut by the image border: saturate((float)sum / count)
+      for (int64_t j = nf; j < Lout; ++j) {
+        const int64_t dx = j / C, c = j % C, sx0 = dx * isx;
+        int32_t sum = 0;
+        int64_t count = 0;
+        for (int64_t sy = 0; sy < isy && sy0 + sy < h; ++sy) {
+          const uint8_t* S = img.row(sy0 + sy);
+          for (int64_t sx = 0; sx < isx && sx0 + sx < w; ++sx) {
+            sum += S[(sx0 + sx) * C + c];
+            ++count;
+          }
+        }
+        D[j] = count ? saturate_float<uint8_t>(static_cast<float>(sum) / static_cast<float>(count))
+                     : uint8_t(0);
+      }
+    }
+  }
+  (void)avx2;
+}
+
+}  // namespace cvr
+
+// resizeAreaFast_: out (dh, dw, C) from integer cells sx x sy.
+template <typename T>
+void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64_t isx,
+                  int64_t isy, T* out, int64_t dh, int64_t dw, int nthreads) {
+  using namespace cvr;
+  if (isx < 1 || isy < 1 || dh == 0 || dw == 0 || C == 0) return;  // (the caller's invariants)
+  if constexpr (std::is_same<T, uint8_t>::value) {
+    area_fast_u8(x, h, w, C, rs, isx, isy, out, dh, dw, nthreads);
+    return;
+  }
+  using WT = typename AreaTypes<T>::FastWT;
+  const Img<T> img{x, h, w, C, rs};
+  const int64_t area = isx * isy;
+  const float scale = 1.f / static_cast<float>(area);
+  const int64_t Lout = dw * C;
+  const int64_t full_w = std::min(w / isx, dw);  // cells inside the image horizontally
+  const bool int2x2 = isx == 2 && isy == 2 && (C == 1 || C == 3 || C == 4) &&
+                      std::is_integral<T>::value;
+  // ResizeAreaFastVec_SIMD_32f: 2x2 cells of 1-channel images in groups of 4 outputs and
+  // of 4-channel ones: ((a + b) + (c + d)) * 0.25f
+  const bool f32x2 = isx == 2 && isy == 2 && std::is_same<T, float>::value && (C == 1 || C == 4);
+  const int64_t f32_simd = C == 4 ? full_w : (full_w / 4) * 4;
+  const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t dy = 0; dy < dh; ++dy) {
+    T* D = out + dy * Lout;
+    const int64_t sy0 = dy * isy;
+    if (sy0 >= h) {
+      for (int64_t j = 0; j < Lout; ++j) D[j] = T(0);
+      continue;
+    }
+    const bool full_row = sy0 + isy <= h;
+    const int64_t nfull = full_row ? full_w : 0;
+    for (int64_t dx = 0; dx < nfull; ++dx) {
+      const int64_t sx0 = dx * isx;
+      for (int64_t c = 0; c < C; ++c) {
+        const T* S = img.row(sy0) + sx0 * C + c;
+        T* d = D + dx * C + c;
+        if (int2x2) {
+          const T* S1 = img.row(sy0 + 1) + sx0 * C + c;
+          const int64_t s = static_cast<int64_t>(S[0]) + S[C] + S1[0] + S1[C];
+          *d = static_cast<T>((s + 2) >> 2);
+          continue;
+        }
+        if (f32x2 && dx < f32_simd) {
+          const T* S1 = img.row(sy0 + 1) + sx0 * C + c;
+          *d = static_cast<T>(((S[0] + S[C]) + (S1[0] + S1[C])) * 0.25f);
+          continue;
+        }
+        // sum += S[ofs[k]] + S[ofs[k+1]] + S[ofs[k+2]] + S[ofs[k+3]], ofs in (row, col)
+        // order; element sums in int for 8/16-bit types (exact), in T for float types
+        WT sum = WT(0);
+        int64_t k = 0;
+        auto at = [&](int64_t kk) -> const T& {
+          return img.row(sy0 + kk / isx)[(sx0 + kk % isx) * C + c];
+        };
+        using ET = typename std::conditional<std::is_floating_point<T>::value, T, int32_t>::type;
+        for (; k + 4 <= area; k += 4)
+          sum += static_cast<WT>(((static_cast<ET>(at(k)) + static_cast<ET>(at(k + 1))) +
+                                  static_cast<ET>(at(k + 2))) + static_cast<ET>(at(k + 3)));
+        for (; k < area; ++k) sum += static_cast<WT>(at(k));
+        if constexpr (std::is_same<T, double>::value)
+          *d = sum * static_cast<double>(scale);
+        else
+          *d = store_wt<T, float>(static_cast<float>(sum) * scale);
+      }
+    }
+    // cells cut by the image border: saturate((float)sum / count)
+    for (int64_t dx = nfull; dx < dw; ++dx) {
+      const int64_t sx0 = dx * isx;
+      for (int64_t c = 0; c < C; ++c) {
+        using SWT = typename std::conditional<std::is_same<T, uint8_t>::value, int32_t, WT>::type;
+        SWT sum = SWT(0);
+        int64_t count = 0;
+        for (int64_t sy = 0; sy < isy && sy0 + sy < h; ++sy) {
+          const T* S = img.row(sy0 + sy);
+          for (int64_t sx = 0; sx < isx && sx0 + sx < w; ++sx) {
+            sum += static_cast<SWT>(S[(sx0 + sx) * C + c]);
+            ++count;
+          }
+        }
+        D[dx * C + c] = count ? cast_from<T>(static_cast<float>(sum) / static_cast<float>(count))
+                              : T(0);
+      }
+    }
+  }
+}
+
+namespace cvr {
+
+// A source row in float (exact for 8/16-bit values).
+template <typename T>
+inline void to_float(const T* S, int64_t n, float* dst) {
+  int64_t j = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_same<T, uint8_t>::value) {
+    const __m128i z = _mm_setzero_si128();
+    for (; j + 16 <= n; j += 16) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(S + j));
+      const __m128i lo = _mm_unpacklo_epi8(b, z), hi = _mm_unpackhi_epi8(b, z);
+      _mm_storeu_ps(dst + j, _mm_cvtepi32_ps(_mm_unpacklo_epi16(lo, z)));
+      _mm_storeu_ps(dst + j + 4, _mm_cvtepi32_ps(_mm_unpackhi_epi16(lo, z)));
+      _mm_storeu_ps(dst + j + 8, _mm_cvtepi32_ps(_mm_unpacklo_epi16(hi, z)));
+      _mm_storeu_ps(dst + j + 12, _mm_cvtepi32_ps(_mm_unpackhi_epi16(hi, z)));
+    }
+  }
+#endif
+  for (; j < n; ++j) dst[j] = static_cast<float>(S[j]);
+}
+
+// buf[xo * C + c] = 0 + S[f * C + c] * a0 + S[(f + 1) * C + c] * a1 + ... (OpenCV's order):
+// C <= 4 with one 4-lane vector per pixel (srcf and buf have 4 values of slack).
+inline void area_hrow(const float* srcf, const int64_t* fx, const int64_t* cx, const float* wx,
+                      int64_t Kx, int64_t C, int64_t dw, float* buf) {
+#if defined(__SSE2__)
+  if (C <= 4) {
+    for (int64_t xo = 0; xo < dw; ++xo) {
+      const float* a = wx + xo * Kx;
+      const float* sp = srcf + fx[xo] * C;
+      const int64_t n = cx[xo];
+      __m128 b = _mm_setzero_ps();
+      for (int64_t t = 0; t < n; ++t)
+        b = _mm_add_ps(b, _mm_mul_ps(_mm_loadu_ps(sp + t * C), _mm_set1_ps(a[t])));
+      _mm_storeu_ps(buf + xo * C, b);
+    }
+    return;
+  }
+#endif
+  for (int64_t xo = 0; xo < dw; ++xo) {
+    const float* a = wx + xo * Kx;
+    const float* sp = srcf + fx[xo] * C;
+    const int64_t n = cx[xo];
+    for (int64_t c = 0; c < C; ++c) {
+      float b = 0.f;
+      for (int64_t t = 0; t < n; ++t) b = b + sp[t * C + c] * a[t];
+      buf[xo * C + c] = b;
+    }
+  }
+}
+
+// d = saturate_cast<T>(acc) (round half to even); uint8 with SSE2 (the values of an area
+// mean lie in [0, 255]; clamped first all the same).
+template <typename T>
+inline void store_rounded(const float* acc, int64_t n, T* d) {
+  int64_t j = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_same<T, uint8_t>::value) {
+    const __m128 lo = _mm_setzero_ps(), hi = _mm_set1_ps(255.f);
+    auto q = [&](int64_t k) {
+      return _mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(_mm_loadu_ps(acc + k), lo), hi));
+    };
+    for (; j + 16 <= n; j += 16) {
+      const __m128i a = _mm_packs_epi32(q(j), q(j + 4));
+      const __m128i b = _mm_packs_epi32(q(j + 8), q(j + 12));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm_packus_epi16(a, b));
+    }
+  }
+#endif
+  for (; j < n; ++j) d[j] = saturate_float<T>(acc[j]);
+}
+
+}  // namespace cvr
+
+// resizeArea_ for integer images (float32 sums): tables in resample's layout (first,
+// count, weights) from cv_area_table.  Per output row: for each of its source
+// rows, buf = sum_x S * alpha (taps in order), then acc = beta0 * buf0 + beta1 * buf1 + ...
+// Source rows shared by two output rows are resized once per stripe (a ring of Ky rows).
+template <typename T>
+void cv_area(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, const int64_t* fy,
+             const int64_t* cy, const float* wy, int64_t Ky, const int64_t* fx,
+             const int64_t* cx, const float* wx, int64_t Kx, T* out, int64_t dh, int64_t dw,
+             int nthreads) {
+  using namespace cvr;
+  const Img<T> img{x, h, w, C, rs};
+  const int64_t Lout = dw * C, Lin = w * C;
+  if (dh == 0 || Lout == 0) return;
+  const int64_t R = std::max<int64_t>(Ky, 1);
+  const int nt = threads_for(
+      rsk::work(double(Lout) * (double(h) * double(Kx) * 2 + double(dh) * double(R))), nthreads);
+  const int64_t stripe = stripe_rows(dh, nt);
+  const int64_t stripes = (dh + stripe - 1) / stripe;
+  const size_t slot = static_cast<size_t>(Lout + kSlack);
+  const size_t per = slot * static_cast<size_t>(R + 1) + static_cast<size_t>(Lin + kSlack);
+  std::vector<float> scratch(per * static_cast<size_t>(nt), 0.f);
+  std::vector<int64_t> tags(static_cast<size_t>(nt) * static_cast<size_t>(R));
+  // pixels whose taps are all inside [0, w - 1] (always, by construction; checked)
+  std::vector<int64_t> fxc(static_cast<size_t>(dw)), cxc(static_cast<size_t>(dw));
+  for (int64_t d = 0; d < dw; ++d) {
+    const int64_t f = clamp_idx(fx[d], w);
+    fxc[d] = f;
+    cxc[d] = std::max<int64_t>(0, std::min(std::min(cx[d], Kx), w - f));
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    int tid = 0;
+#ifdef _OPENMP
+    tid = omp_get_thread_num();
+#endif
+    float* ring = scratch.data() + per * static_cast<size_t>(tid);
+    float* acc = ring + slot * static_cast<size_t>(R);
+    float* srcf = acc + slot;
+    int64_t* tag = tags.data() + static_cast<size_t>(tid) * static_cast<size_t>(R);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t s = 0; s < stripes; ++s) {
+      for (int64_t k = 0; k < R; ++k) tag[k] = -1;
+      const int64_t y0 = s * stripe, y1 = std::min(dh, y0 + stripe);
+      for (int64_t yo = y0; yo < y1; ++yo) {
+        const int64_t f = clamp_idx(fy[yo], h);
+        const int64_t cnt = std::max<int64_t>(0, std::min(std::min(cy[yo], R), h - f));
+        for (int64_t k = 0; k < cnt; ++k) {
+          const int64_t y = f + k;
+          const int64_t sl = y % R;
+          float* buf = ring + static_cast<size_t>(sl) * slot;
+          if (tag[sl] != y) {
+            // the source row in float (exact for 8/16-bit values), then the taps
+            to_float(img.row(y), Lin, srcf);
+            area_hrow(srcf, fxc.data(), cxc.data(), wx, Kx, C, dw, buf);
+            tag[sl] = y;
+          }
+          const float beta = wy[yo * Ky + k];
+          if (k == 0) {
+            for (int64_t j = 0; j < Lout; ++j) acc[j] = beta * buf[j];
+          } else {
+            for (int64_t j = 0; j < Lout; ++j) acc[j] = acc[j] + beta * buf[j];
+          }
+        }
+        T* d = out + yo * Lout;
+        if (cnt == 0) {
+          for (int64_t j = 0; j < Lout; ++j) d[j] = T(0);
+        } else {
+          store_rounded<T>(acc, Lout, d);
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------ flat entry points
+inline void cv_nn_table(int64_t n_in, int64_t n_out, double ifx, bool exact, int64_t* idx) {
+  cvr::nn_table(n_in, n_out, ifx, exact, idx);
+}
+
+template <typename W>
+void cv_area_table(int64_t n_in, int64_t n_out, double scale, int64_t K, int64_t* first,
+                   int64_t* count, W* weights, int nthreads) {
+  const int nt = threads_for(n_out * 64, nthreads);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t d = 0; d < n_out; ++d) cvr::area_row<W>(d, n_in, scale, K, first, count, weights);
+}
+
+}  // namespace fastops

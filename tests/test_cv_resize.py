@@ -1,0 +1,534 @@
+"""fastops.cv.resize against cv2.resize (opencv-python-headless 5.0: bit for bit with IPP
+off, the documented tolerances with IPP on) and against a NumPy transcription of OpenCV's
+resize.cpp written without fastops code (tests/reference/cv_resize.py, bit for bit), over
+many sizes, scales, channel counts and every dtype; cv2's API rules (dst, fx/fy, flags);
+hostile input; thread-count and SIMD-path invariance."""
+import contextlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fastops.cv as fcv
+from tests.conftest import GPU, peer, to_numpy
+from tests.reference.cv_resize import cv_resize_ref
+
+FLAGS = {"NEAREST": 0, "LINEAR": 1, "CUBIC": 2, "AREA": 3, "LINEAR_EXACT": 5,
+         "NEAREST_EXACT": 6}
+DTYPES = ["uint8", "uint16", "int16", "float32", "float64"]
+
+# source shapes (H, W) and sizes (width, height): up, down, mixed, odd, 2x, 3x, one pixel
+SHAPES = [(37, 53), (20, 30), (7, 5), (1, 9), (9, 1), (24, 33), (2, 2), (1, 1)]
+SIZES = [(70, 41), (26, 18), (13, 9), (3, 2), (1, 1), (100, 3), (16, 12), (10, 15),
+         (11, 8), (18, 12), (4, 1), (66, 60), (5, 7)]
+SCALES = [(0.5, 0.5), (1 / 3, 0.25), (2.0, 3.0), (0.7, 1.3), (3.0, 1 / 3), (1.01, 0.99)]
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _image(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return (rng.random(shape) * 300 - 50).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+
+
+@contextlib.contextmanager
+def _ipp(cv2, on):
+    before = cv2.ipp.useIPP()
+    cv2.ipp.setUseIPP(on)
+    try:
+        yield
+    finally:
+        cv2.ipp.setUseIPP(before)
+
+
+def _cases(shapes=SHAPES, sizes=SIZES, scales=SCALES):
+    for (h, w) in shapes:
+        for ds in sizes:
+            yield (h, w), ds, 0, 0
+        for fx, fy in scales:
+            if round(w * fx) >= 1 and round(h * fy) >= 1:
+                yield (h, w), None, fx, fy
+
+
+def _check(got, want, where):
+    """Bit for bit (NaN == NaN)."""
+    assert got.shape == want.shape and got.dtype == want.dtype, (where, got.shape, want.shape)
+    if not np.array_equal(got, want, equal_nan=got.dtype.kind == "f"):
+        bad = np.argwhere(~((got == want) | ((got != got) & (want != want))))
+        raise AssertionError(f"{where}: {len(bad)} values differ, first at {bad[0]}: "
+                             f"got {got[tuple(bad[0])]!r} want {want[tuple(bad[0])]!r}")
+
+
+# ------------------------------------------------------------------ reference
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("flag", list(FLAGS))
+def test_against_reference(dtype, flag):
+    """Every flag, dtype, channel count 1-5, size and scale against the transcription of
+    OpenCV's code (no cv2 needed): bit for bit."""
+    rng = _rng(1)
+    for (h, w), ds, fx, fy in _cases():
+        for C in (1, 2, 3, 4, 5):
+            img = _image(rng, (h, w, C), dtype)
+            if C == 1 and h % 2:
+                img = img[:, :, 0]                 # 2-D images too
+            want = cv_resize_ref(img, ds, fx, fy, FLAGS[flag])
+            got = fcv.resize(img, ds, fx=fx, fy=fy, interpolation=FLAGS[flag])
+            _check(got, want, (flag, img.shape, ds, fx, fy))
+
+
+def test_reference_many_random_sizes():
+    """uint8, random sizes and scales (both directions, odd, large factors)."""
+    rng = _rng(2)
+    for _ in range(60):
+        h, w = (int(v) for v in rng.integers(1, 60, 2))
+        C = int(rng.integers(1, 5))
+        img = _image(rng, (h, w, C), "uint8")
+        flag = str(rng.choice(list(FLAGS)))
+        if rng.random() < 0.5:
+            ds = tuple(int(v) for v in rng.integers(1, 90, 2))
+            fx = fy = 0
+        else:
+            ds = None
+            fx, fy = (float(v) for v in rng.uniform(0.05, 4.0, 2))
+            if round(w * fx) < 1 or round(h * fy) < 1:
+                continue
+        want = cv_resize_ref(img, ds, fx, fy, FLAGS[flag])
+        got = fcv.resize(img, ds, fx=fx, fy=fy, interpolation=FLAGS[flag])
+        _check(got, want, (flag, img.shape, ds, fx, fy))
+
+
+# ------------------------------------------------------------------ cv2
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("flag", list(FLAGS))
+def test_against_cv2_ipp_off(dtype, flag):
+    cv2 = peer("cv2")
+    rng = _rng(3)
+    with _ipp(cv2, False):
+        for (h, w), ds, fx, fy in _cases():
+            for C in (1, 2, 3, 4):
+                img = _image(rng, (h, w, C), dtype)
+                want = cv2.resize(img, ds, fx=fx, fy=fy, interpolation=FLAGS[flag])
+                got = fcv.resize(img, ds, fx=fx, fy=fy, interpolation=FLAGS[flag])
+                _check(got, want, (flag, img.shape, ds, fx, fy))
+
+
+@pytest.mark.parametrize("flag", list(FLAGS))
+def test_uint8_against_cv2_default_ipp(flag):
+    """cv2's default build path (Intel IPP on): bit-exact except INTER_CUBIC (within 1:
+    IPP's own cubic), 1080p frames included."""
+    cv2 = peer("cv2")
+    rng = _rng(4)
+    frame = _image(rng, (1080, 1920, 3), "uint8")
+    cases = [((640, 640), 0, 0), ((7, 5), 0, 0), ((960, 540), 0, 0), ((1280, 720), 0, 0),
+             (None, 0.5, 0.5), (None, 1 / 3, 1 / 3), (None, 0.3, 0.7), ((2000, 1100), 0, 0)]
+    with _ipp(cv2, True):
+        for ds, fx, fy in cases:
+            want = cv2.resize(frame, ds, fx=fx, fy=fy, interpolation=FLAGS[flag])
+            got = fcv.resize(frame, ds, fx=fx, fy=fy, interpolation=FLAGS[flag])
+            assert got.shape == want.shape
+            d = np.abs(got.astype(int) - want.astype(int)).max()
+            assert d <= (1 if flag == "CUBIC" else 0), (flag, ds, fx, fy, d)
+
+
+@pytest.mark.parametrize("flag", list(FLAGS))
+def test_frame_to_tiny_and_channels(flag):
+    """1080p -> 7x5 and other extreme factors, 1 to 4 channels, IPP off: bit-exact."""
+    cv2 = peer("cv2")
+    rng = _rng(5)
+    with _ipp(cv2, False):
+        for C in (1, 2, 3, 4):
+            frame = _image(rng, (1080, 1920, C), "uint8")
+            for ds, fx, fy in [((7, 5), 0, 0), ((1, 1), 0, 0), ((3000, 9), 0, 0),
+                               (None, 0.01, 0.02), (None, 1 / 7, 1 / 9)]:
+                want = cv2.resize(frame, ds, fx=fx, fy=fy, interpolation=FLAGS[flag])
+                got = fcv.resize(frame, ds, fx=fx, fy=fy, interpolation=FLAGS[flag])
+                _check(got, want, (flag, C, ds, fx, fy))
+        tiny = _image(rng, (3, 2, 3), "uint8")
+        for ds in [(2000, 3), (5, 1500), (1, 1)]:
+            want = cv2.resize(tiny, ds, interpolation=FLAGS[flag])
+            _check(fcv.resize(tiny, ds, interpolation=FLAGS[flag]), want, ds)
+
+
+def test_wide_types_against_cv2_default_ipp():
+    """16-bit and float images against cv2's default build, where IPP computes 16-bit and
+    float linear / cubic its own way: within 1 (16-bit) and ~1e-5 relative (float)."""
+    cv2 = peer("cv2")
+    rng = _rng(6)
+    for dtype, tol in (("uint16", 1), ("int16", 1), ("float32", 2e-5 * 300),
+                       ("float64", 2e-5 * 300)):
+        img = _image(rng, (97, 131, 3), dtype)
+        with _ipp(cv2, True):
+            for flag in FLAGS:
+                for ds in [(200, 150), (60, 41), (262, 194), (65, 48)]:
+                    want = cv2.resize(img, ds, interpolation=FLAGS[flag])
+                    got = fcv.resize(img, ds, interpolation=FLAGS[flag])
+                    d = np.abs(got.astype(np.float64) - want.astype(np.float64)).max()
+                    assert d <= tol, (dtype, flag, ds, d)
+
+
+def test_fx_maps_with_one_over_fx():
+    """Research finding 2: with dsize None the mapping uses 1 / fx, not W / out_width
+    (cv2 and the reference), and the size rounds half to even."""
+    cv2 = peer("cv2")
+    rng = _rng(7)
+    img = _image(rng, (30, 7, 3), "uint8")
+    with _ipp(cv2, False):
+        for flag in ("LINEAR", "CUBIC", "AREA", "NEAREST"):
+            got = fcv.resize(img, None, fx=0.3, fy=0.5, interpolation=FLAGS[flag])
+            want = cv2.resize(img, None, fx=0.3, fy=0.5, interpolation=FLAGS[flag])
+            assert got.shape == (15, 2, 3)                 # round(2.1) = 2, round(15)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(got, cv_resize_ref(img, None, 0.3, 0.5,
+                                                             FLAGS[flag]))
+        by_size = fcv.resize(img, (2, 15))                 # maps with 7 / 2 instead
+        assert not np.array_equal(by_size, fcv.resize(img, None, fx=0.3, fy=0.5))
+    # round half to even: 5 * 0.5 = 2.5 -> 2, 7 * 0.5 = 3.5 -> 4
+    assert fcv.resize(np.zeros((5, 7), np.uint8), None, fx=0.5, fy=0.5).shape == (2, 4)
+
+
+def test_routing_rules():
+    """hal::resize's routing: exact 2x LINEAR is AREA; LINEAR_EXACT on floats is LINEAR;
+    LINEAR_EXACT at 2x is AREA except for 2 channels; equal sizes copy."""
+    rng = _rng(8)
+    img = _image(rng, (40, 60, 3), "uint8")
+    np.testing.assert_array_equal(fcv.resize(img, (30, 20)),
+                                  fcv.resize(img, (30, 20), interpolation=fcv.INTER_AREA))
+    np.testing.assert_array_equal(fcv.resize(img, (30, 20), interpolation=5),
+                                  fcv.resize(img, (30, 20), interpolation=fcv.INTER_AREA))
+    two = _image(rng, (40, 60, 2), "uint8")
+    np.testing.assert_array_equal(fcv.resize(two, (30, 20), interpolation=5),
+                                  cv_resize_ref(two, (30, 20), 0, 0, 5))
+    f = _image(rng, (40, 60, 3), "float32")
+    np.testing.assert_array_equal(fcv.resize(f, (25, 17), interpolation=5),
+                                  fcv.resize(f, (25, 17), interpolation=1))
+    for flag in FLAGS.values():
+        np.testing.assert_array_equal(fcv.resize(img, (60, 40), interpolation=flag), img)
+        np.testing.assert_array_equal(fcv.resize(img, None, fx=1.005, fy=0.99,
+                                                 interpolation=flag), img)
+
+
+# ------------------------------------------------------------------ API rules
+def test_flag_passed_as_dst_warns_and_is_ignored():
+    """cv2.resize(img, (w, h), cv2.INTER_AREA) passes 3 as dst: cv2 ignores it and uses
+    INTER_LINEAR; fastops does the same and warns."""
+    rng = _rng(9)
+    img = _image(rng, (37, 53, 3), "uint8")
+    lin = fcv.resize(img, (20, 15))
+    for flag in (fcv.INTER_AREA, fcv.INTER_NEAREST, 2.5, np.int64(3), True):
+        with pytest.warns(UserWarning, match="third positional argument is dst"):
+            got = fcv.resize(img, (20, 15), flag)
+        np.testing.assert_array_equal(got, lin)
+    cv2 = peer("cv2")
+    np.testing.assert_array_equal(cv2.resize(img, (20, 15), cv2.INTER_AREA), lin)
+
+
+def test_dst_semantics():
+    rng = _rng(10)
+    img = _image(rng, (37, 53, 3), "uint8")
+    want = fcv.resize(img, (20, 15), interpolation=fcv.INTER_CUBIC)
+    dst = np.zeros((15, 20, 3), np.uint8)
+    assert fcv.resize(img, (20, 15), dst, interpolation=fcv.INTER_CUBIC) is dst
+    np.testing.assert_array_equal(dst, want)
+    # strided dst: written in place
+    big = np.zeros((30, 20, 3), np.uint8)
+    view = big[::2]
+    assert fcv.resize(img, (20, 15), view, interpolation=fcv.INTER_CUBIC) is view
+    np.testing.assert_array_equal(big[::2], want)
+    assert not big[1::2].any()
+    # wrong shape or dtype: a new array, dst untouched (cv2 reallocates)
+    for bad in (np.zeros((10, 20, 3), np.uint8), np.zeros((15, 20, 3), np.float32),
+                np.zeros((15, 20), np.uint8)):
+        r = fcv.resize(img, (20, 15), bad, interpolation=fcv.INTER_CUBIC)
+        assert r is not bad and not bad.any()
+        np.testing.assert_array_equal(r, want)
+    # dst overlapping img: computed as if img were a separate copy
+    buf = _image(rng, (40, 60, 3), "uint8")
+    src = buf.copy()
+    alias = buf[10:30, 10:40]
+    assert fcv.resize(buf, (30, 20), alias, interpolation=fcv.INTER_CUBIC) is alias
+    np.testing.assert_array_equal(alias, fcv.resize(src, (30, 20),
+                                                    interpolation=fcv.INTER_CUBIC))
+    # read-only dst that fits: refused (cv2 too)
+    ro = np.zeros((15, 20, 3), np.uint8)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fcv.resize(img, (20, 15), ro)
+    # one channel: (h, w) and (h, w, 1) destinations both fit
+    g = img[:, :, 0]
+    for d in (np.zeros((15, 20), np.uint8), np.zeros((15, 20, 1), np.uint8)):
+        assert fcv.resize(g, (20, 15), d) is d
+        np.testing.assert_array_equal(d.reshape(15, 20), fcv.resize(g, (20, 15)))
+    cv2 = peer("cv2")
+    for d in (np.zeros((15, 20), np.uint8), np.zeros((15, 20, 1), np.uint8)):
+        assert cv2.resize(g, (20, 15), d) is d
+
+
+def test_dst_non_native_or_misaligned_is_written_back():
+    """A dst the backend had to copy (byte-swapped, misaligned) still receives the result;
+    a list is not an array to write into."""
+    rng = _rng(20)
+    img = _image(rng, (19, 23, 3), "uint16")
+    want = fcv.resize(img, (7, 5), interpolation=fcv.INTER_CUBIC)
+    swapped = np.zeros((5, 7, 3), ">u2")
+    assert fcv.resize(img, (7, 5), swapped, interpolation=fcv.INTER_CUBIC) is swapped
+    np.testing.assert_array_equal(swapped, want)
+    buf = np.zeros(want.nbytes + 1, np.uint8)
+    odd = buf[1:].view(np.uint16).reshape(want.shape)
+    assert not odd.flags.aligned
+    assert fcv.resize(img, (7, 5), odd, interpolation=fcv.INTER_CUBIC) is odd
+    np.testing.assert_array_equal(odd, want)
+    swapped = np.zeros((5, 7, 3), ">u2")
+    swapped.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fcv.resize(img, (7, 5), swapped)
+    with pytest.raises(TypeError, match="cv.resize: dst"):
+        fcv.resize(img.astype(np.float64)[:2, :2, 0], (2, 2), [[0.0, 0.0], [0.0, 0.0]])
+
+
+def test_output_shapes_follow_cv2():
+    """(H, W, 1) images come back (h, w) as from cv2; dsize with a zero uses fx/fy."""
+    cv2 = peer("cv2")
+    rng = _rng(11)
+    one = _image(rng, (9, 11, 1), "uint8")
+    assert fcv.resize(one, (5, 4)).shape == cv2.resize(one, (5, 4)).shape == (4, 5)
+    five = _image(rng, (9, 11, 5), "float32")
+    assert fcv.resize(five, (5, 4)).shape == cv2.resize(five, (5, 4)).shape == (4, 5, 5)
+    img = _image(rng, (9, 11, 3), "uint8")
+    for ds in [(10, 0), (0, 10), (0, 0), None]:
+        np.testing.assert_array_equal(fcv.resize(img, ds, fx=0.5, fy=2.0),
+                                      cv2.resize(img, ds, fx=0.5, fy=2.0))
+    np.testing.assert_array_equal(fcv.resize(img, np.array([7, 5])), fcv.resize(img, (7, 5)))
+    # many channels on every path (cv2 supports up to 4 in INTER_AREA's general path)
+    many = _image(rng, (13, 17, 9), "uint8")
+    for flag in FLAGS.values():
+        for ds in [(7, 5), (30, 20), (5, 13)]:
+            np.testing.assert_array_equal(fcv.resize(many, ds, interpolation=flag),
+                                          cv_resize_ref(many, ds, 0, 0, flag))
+
+
+def test_float16_computes_in_float32():
+    rng = _rng(12)
+    img = _image(rng, (20, 30, 3), "float32").astype(np.float16)
+    for flag in FLAGS.values():
+        got = fcv.resize(img, (17, 11), interpolation=flag)
+        assert got.dtype == np.float16
+        want = fcv.resize(img.astype(np.float32), (17, 11), interpolation=flag)
+        np.testing.assert_array_equal(got, want.astype(np.float16))
+
+
+def test_errors_name_the_argument():
+    img = np.zeros((9, 11, 3), np.uint8)
+    with pytest.raises(ValueError, match="cv.resize: interpolation=4.*LANCZOS4"):
+        fcv.resize(img, (5, 5), interpolation=4)
+    for bad in (7, 8, -1, 17):
+        with pytest.raises(ValueError, match=f"cv.resize: interpolation={bad}"):
+            fcv.resize(img, (5, 5), interpolation=bad)
+    with pytest.raises(TypeError, match="interpolation"):
+        fcv.resize(img, (5, 5), interpolation=1.5)
+    with pytest.raises(ValueError, match="dsize"):
+        fcv.resize(img, (-1, 5))
+    with pytest.raises(TypeError, match="dsize"):
+        fcv.resize(img, (5.5, 5))
+    with pytest.raises(ValueError, match="dsize"):
+        fcv.resize(img, (5, 5, 5))
+    with pytest.raises(ValueError, match="fx"):
+        fcv.resize(img, None)
+    with pytest.raises(ValueError, match="fy"):
+        fcv.resize(img, None, fx=0.5)
+    for v in (-1.0, float("nan"), float("inf"), 0.0):
+        with pytest.raises(ValueError, match="fx"):
+            fcv.resize(img, None, fx=v, fy=1.0)
+    with pytest.raises(ValueError, match="fx=0.01.*empty"):
+        fcv.resize(img, None, fx=0.01, fy=1.0)
+    for dt in (np.int8, np.int32, np.int64, np.uint32, bool, np.complex64):
+        with pytest.raises(TypeError, match="cv.resize: img has dtype"):
+            fcv.resize(np.zeros((4, 4), dt), (2, 2))
+    for shape in ((4,), (2, 3, 4, 5), ()):
+        with pytest.raises(ValueError, match="cv.resize: img must be"):
+            fcv.resize(np.zeros(shape, np.uint8), (2, 2))
+    with pytest.raises(MemoryError, match="cv.resize.*dsize"):
+        fcv.resize(img, (1 << 40, 1 << 40))
+    with pytest.raises(MemoryError, match="cv.resize.*fx"):
+        fcv.resize(img, None, fx=1e17, fy=1e17)
+    for fx in (1e18, 1e300):     # an empty image whose other axis cannot exist
+        with pytest.raises(MemoryError, match="cv.resize: .*fx="):
+            fcv.resize(np.zeros((0, 5, 3), np.uint8), None, fx=fx, fy=1.0)
+    with pytest.raises(ValueError, match="empty image"):
+        fcv.resize(np.zeros((0, 5, 3), np.uint8), (3, 3))
+    with pytest.raises(TypeError, match="dst"):
+        fcv.resize(img, (5, 5), "nope")
+
+
+def test_empty_images():
+    for shape, ds, fx, fy, want in [((0, 5, 3), None, 2.0, 2.0, (0, 10, 3)),
+                                     ((4, 0), None, 0.5, 0.5, (2, 0)),
+                                     ((4, 6, 0), (3, 2), 0, 0, (2, 3, 0)),
+                                     ((4, 6, 0), None, 2.0, 0.5, (2, 12, 0))]:
+        for flag in FLAGS.values():
+            for dt in ("uint8", "float32"):
+                r = fcv.resize(np.zeros(shape, dt), ds, fx=fx, fy=fy, interpolation=flag)
+                assert r.shape == want and r.dtype == np.dtype(dt)
+
+
+# ------------------------------------------------------------------ hostile input
+def _views(img):
+    yield "reversed", img[::-1, ::-1]
+    yield "strided", img[::2, 1::3]
+    yield "transposed", img.transpose(1, 0, 2)
+    yield "channel-reversed", img[:, :, ::-1]
+    yield "zero-stride", np.broadcast_to(img[:1], img.shape)
+    yield "fortran", np.asfortranarray(img)
+    ro = img.copy()
+    ro.flags.writeable = False
+    yield "read-only", ro
+    if img.dtype.itemsize > 1:
+        yield "big-endian", img.astype(img.dtype.newbyteorder(">"))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
+def test_views_equal_contiguous_copies_and_inputs_unchanged(dtype):
+    rng = _rng(13)
+    img = _image(rng, (23, 31, 3), dtype)
+    for name, v in _views(img):
+        before = np.array(v, copy=True)
+        for flag in FLAGS.values():
+            for ds in [(13, 9), (50, 40), (11, 46)]:
+                got = fcv.resize(v, ds, interpolation=flag)
+                want = fcv.resize(np.ascontiguousarray(v), ds, interpolation=flag)
+                assert got.dtype == np.dtype(dtype).newbyteorder("=")
+                np.testing.assert_array_equal(got, want, err_msg=f"{name} {flag} {ds}")
+        np.testing.assert_array_equal(v, before)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("flag", list(FLAGS))
+def test_nan_and_inf_follow_opencv(flag, dtype):
+    """Float images with NaN and +-inf inside and on the border: the reference's (and
+    cv2's, IPP off) values bit for bit, NaN where OpenCV's sums give NaN (0 * inf,
+    inf - inf)."""
+    rng = _rng(14)
+    img = _image(rng, (19, 23, 2), dtype)
+    img[3, 4, 0] = np.nan
+    img[10, 5, 1] = np.inf
+    img[6, 17, 0] = -np.inf
+    img[18, 11, 1] = np.nan
+    img[0, 22, 0] = -np.inf
+    img[10, 0, 1] = np.inf
+    for ds in [(40, 30), (9, 7), (23, 40), (11, 19), (46, 38)]:
+        with np.errstate(invalid="ignore"):
+            want = cv_resize_ref(img, ds, 0, 0, FLAGS[flag])
+        _check(fcv.resize(img, ds, interpolation=FLAGS[flag]), want, (flag, ds))
+    cv2 = peer("cv2")
+    with _ipp(cv2, False):
+        for ds in [(40, 30), (9, 7)]:
+            _check(fcv.resize(img, ds, interpolation=FLAGS[flag]),
+                   cv2.resize(img, ds, interpolation=FLAGS[flag]), (flag, ds))
+
+
+def test_huge_scales_and_extreme_aspect():
+    """Scales far from 1 in both directions stay in bounds and match the reference."""
+    rng = _rng(15)
+    img = _image(rng, (3, 4000, 2), "uint8")
+    for flag in FLAGS.values():
+        for ds, fx, fy in [((1, 1), 0, 0), ((2, 700), 0, 0), (None, 1e-3, 300.0)]:
+            got = fcv.resize(img, ds, fx=fx, fy=fy, interpolation=flag)
+            np.testing.assert_array_equal(got, cv_resize_ref(img, ds, fx, fy, flag))
+
+
+# ------------------------------------------------------------------ invariance
+def _big_results():
+    rng = _rng(16)
+    out = []
+    for C in (1, 3, 4):
+        img = _image(rng, (301, 517, C), "uint8")
+        f = _image(rng, (301, 517, C), "float32")
+        for flag in FLAGS.values():
+            for ds in [(640, 480), (123, 77), (517, 150), (1200, 301)]:
+                out.append(fcv.resize(img, ds, interpolation=flag))
+                out.append(fcv.resize(f, ds, interpolation=flag))
+    return out
+
+
+def test_thread_count_invariance(threads):
+    with threads(1):
+        one = _big_results()
+    for n in (2, 3, 7):
+        with threads(n):
+            for a, b in zip(one, _big_results()):
+                np.testing.assert_array_equal(a, b)
+
+
+def test_sse2_and_avx2_paths_agree():
+    """FASTOPS_NO_AVX2=1 keeps the SSE2 passes; the bytes must not change."""
+    code = ("import hashlib, sys; sys.path.insert(0, %r); from tests.test_cv_resize import "
+            "_big_results; print(hashlib.sha256(b''.join(r.tobytes() for r in "
+            "_big_results())).hexdigest())" % os.getcwd())
+    outs = []
+    for env in ({"FASTOPS_NO_AVX2": "1"}, {"FASTOPS_NO_AVX2": "0"}):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={**os.environ, **env}, cwd=os.getcwd())
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout.strip())
+    assert outs[0] == outs[1]
+
+
+# ------------------------------------------------------------------ frameworks, devices
+def test_dlpack_torch_in_torch_out():
+    torch = peer("torch")
+    rng = _rng(17)
+    img = _image(rng, (21, 34, 3), "uint8")
+    t = torch.from_numpy(img)
+    r = fcv.resize(t, (17, 9), interpolation=fcv.INTER_CUBIC)
+    assert isinstance(r, torch.Tensor)
+    np.testing.assert_array_equal(r.numpy(), fcv.resize(img, (17, 9),
+                                                        interpolation=fcv.INTER_CUBIC))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
+def test_backends_against_reference(xp, dtype):
+    """Both backends (the CuPy run needs a GPU) against the reference: integer results
+    identical, float within rounding."""
+    rng = _rng(18)
+    for C in (1, 3, 4):
+        img = _image(rng, (29, 41, C), dtype)
+        for flag_name, flag in FLAGS.items():
+            for ds, fx, fy in [((60, 50), 0, 0), ((13, 7), 0, 0), (None, 0.5, 0.5),
+                               (None, 2.5, 1 / 3)]:
+                got = to_numpy(fcv.resize(xp.asarray(img), ds, fx=fx, fy=fy,
+                                          interpolation=flag))
+                want = cv_resize_ref(img, ds, fx, fy, flag)
+                _check(got, want, (flag_name, C, ds, fx, fy))
+
+
+@pytest.mark.gpu
+@GPU
+def test_gpu_equals_cpu_large():
+    import cupy as cp
+    rng = _rng(19)
+    for C in (1, 3, 4):
+        img = _image(rng, (1080, 1920, C), "uint8")
+        g = cp.asarray(img)
+        for flag in FLAGS.values():
+            for ds in [(640, 640), (7, 5), (3840, 2160)]:
+                np.testing.assert_array_equal(cp.asnumpy(fcv.resize(g, ds, interpolation=flag)),
+                                              fcv.resize(img, ds, interpolation=flag))
+
+
+def test_public_and_typed():
+    import inspect
+    assert getattr(fcv.resize, "__fastops_public__", False)
+    sig = inspect.signature(fcv.resize)
+    assert list(sig.parameters) == ["img", "dsize", "dst", "fx", "fy", "interpolation"]
+    assert all(p.annotation is not inspect.Parameter.empty for p in sig.parameters.values())
+    assert sig.return_annotation is not inspect.Signature.empty
+    cv2 = peer("cv2")
+    for name in ("INTER_NEAREST", "INTER_LINEAR", "INTER_CUBIC", "INTER_AREA",
+                 "INTER_LINEAR_EXACT", "INTER_NEAREST_EXACT"):
+        assert getattr(fcv, name) == getattr(cv2, name)
