@@ -75,12 +75,15 @@ def threads():
     """Run a block with a given thread count and restore the previous one."""
     import contextlib
 
+    from fastops import _threads
+
     @contextlib.contextmanager
     def use(n):
-        before = fastops.get_num_threads()
+        before, fixed = fastops.get_num_threads(), _threads._fixed
         fastops.set_num_threads(n)
         try:
             yield
         finally:
             fastops.set_num_threads(before)
+            _threads._fixed = fixed     # no process-wide cap left behind if there was none
     return use

@@ -367,3 +367,117 @@ def test_unsorted_topk_is_in_index_order(xp):
         assert (np.diff(i, axis=1) > 0).all()
         np.testing.assert_array_equal(i, np.sort(si, axis=1))
         np.testing.assert_array_equal(v, np.take_along_axis(x, i, 1))
+
+
+# ------------------------------------- cumext with a carry-in (fastops.dask's chunk scans)
+def _same_bits(a, b):
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    if a.dtype.kind == "f":     # NaN payloads may differ from the reference's; signs not
+        assert np.array_equal(np.isnan(a), np.isnan(b))
+        assert np.array_equal(np.signbit(a), np.signbit(b))
+        assert np.array_equal(a[~np.isnan(a)], b[~np.isnan(b)])
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+def _hostile_3d(dtype, outer, n, inner, rng):
+    """(outer, n, inner) with ties, NaN/inf/-0.0, an all-NaN lane, signed-zero ties."""
+    x = sample((outer, n, inner), dtype, rng=rng, ties=True,
+               specials=np.dtype(dtype).kind == "f")
+    if x.dtype.kind == "f":
+        x[0, :, 0] = np.nan                     # an all-NaN lane
+        if outer > 1:
+            x[1, :, 0] = -0.0                   # zeros of both signs, tied
+            x[1, ::3, 0] = 0.0
+        if inner > 1:
+            x[-1, :, -1] = 0.0
+            x[-1, n // 2:, -1] = -0.0           # a +0 carry, then -0 ties
+    return x
+
+
+@pytest.mark.parametrize("dtype", ALL_REAL)
+@pytest.mark.parametrize("shape", [(4, 23, 1), (3, 19, 6), (2, 9, 600)])
+def test_cumext_carry_and_last_kernels(dtype, shape):
+    """The internal kernels behind fastops.dask.cummax: cumext_from (lanes start from a
+    carry, global indices written) and cumext_last (read-only, final pair per lane) on
+    every split of the axis equal the whole-array reference, bit for bit for any thread
+    count; inner == 1 (rows) and inner > 1 (columns side by side, one block and two)."""
+    from fastops._cpu import selection as k
+    rng = np.random.default_rng(77)
+    outer, n, inner = shape
+    x = _hostile_3d(dtype, outer, n, inner, rng)
+    xc = x.astype(np.float32) if x.dtype == np.float16 else x   # the compute dtype
+    cdt = xc.dtype
+    splits = sorted({1, 2, n // 2, n - 1}) if shape[2] < 600 else [n // 2]
+    for is_max in (True, False):
+        rv, ri = ref.cumext(x, 1, is_max)
+        rv = rv.astype(cdt)
+        whole_v, whole_i = fastops.cummax(xc, 1) if is_max else fastops.cummin(xc, 1)
+        for p in splits:
+            part = xc[:, p:, :]
+            cv = np.ascontiguousarray(whole_v[:, p - 1, :])
+            ci = np.ascontiguousarray(whole_i[:, p - 1, :])
+            res = {}
+            for nt in (1, 2):
+                v = np.empty(part.shape, cdt)
+                i = np.empty(part.shape, np.int64)
+                k.cumext_from(part, is_max, cv, ci, p, v, i, nt)
+                lv = np.empty((outer, inner), cdt)
+                li = np.empty((outer, inner), np.int64)
+                k.cumext_last(part, is_max, p, lv, li, nt)
+                res[nt] = (v, i, lv, li)
+            for a, b in zip(res[1], res[2]):
+                assert np.array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
+            v, i, lv, li = res[1]
+            _same_bits(v, rv[:, p:, :])
+            np.testing.assert_array_equal(i, ri[:, p:, :])
+            assert np.array_equal(v.view(f"u{v.itemsize}"),
+                                  whole_v[:, p:, :].view(f"u{v.itemsize}"))
+            # the summary of the part alone: the reference scan of the part, shifted
+            sv, si = ref.cumext(x[:, p:, :], 1, is_max)
+            _same_bits(lv, sv[:, -1, :].astype(cdt))
+            np.testing.assert_array_equal(li, si[:, -1, :] + p)
+        # no carry: the scan from the first element, indices shifted by the offset
+        v = np.empty(xc.shape, cdt)
+        i = np.empty(xc.shape, np.int64)
+        k.cumext_from(xc, is_max, np.empty((0, 0), cdt), np.empty((0, 0), np.int64), 1000,
+                      v, i, 2)
+        _same_bits(v, rv)
+        np.testing.assert_array_equal(i, ri + 1000)
+
+
+def test_cumext_carry_hostile_carries_and_strided_views():
+    """Carries that are NaN, signed zeros, or equal to the chunk's values (ties move the
+    index into the chunk), on negative-stride and non-contiguous views."""
+    from fastops._cpu import selection as k
+    base = np.array([[0.0, -0.0, 1.0, np.nan, 1.0, -np.inf],
+                     [-0.0, 0.0, 0.0, -1.0, 2.0, 2.0]], np.float64)
+    for x in (base, base[:, ::-1], np.asfortranarray(base), base[::-1, ::2]):
+        x3 = x[:, :, None]
+        outer, n, _ = x3.shape
+        for is_max in (True, False):
+            for cval in (np.nan, 0.0, -0.0, 1.0, 2.0, -1.0, -np.inf):
+                cv = np.full((outer, 1), cval)
+                ci = np.full((outer, 1), 7, np.int64)
+                v = np.empty(x3.shape)
+                i = np.empty(x3.shape, np.int64)
+                k.cumext_from(x3, is_max, cv, ci, 8, v, i, 1)
+                # reference: the carry as element 7, the chunk as elements 8.. of one row
+                full = np.concatenate([np.full((outer, 1), -5.0), cv, x], axis=1)
+                full[:, 0] = cval                               # taken or tied, same end
+                rv, ri = ref.cumext(full, 1, is_max)
+                _same_bits(v[:, :, 0], rv[:, 2:])
+                want = np.where(ri[:, 2:] == 0, 7, ri[:, 2:] + 6)  # 0 and 1 hold the carry
+                want = np.where(ri[:, 2:] == 1, 7, want)
+                np.testing.assert_array_equal(i[:, :, 0], want)
+    # inputs are not modified, and wrong shapes are refused before any write
+    x = np.ones((2, 3, 4), np.float32)
+    with pytest.raises(ValueError, match="cumext_from: the carry"):
+        k.cumext_from(x, True, np.zeros((2, 3), np.float32), np.zeros((2, 3), np.int64), 0,
+                      np.empty((2, 3, 4), np.float32), np.empty((2, 3, 4), np.int64), 1)
+    with pytest.raises(ValueError, match="cumext_from: the outputs"):
+        k.cumext_from(x, True, np.zeros((2, 4), np.float32), np.zeros((2, 4), np.int64), 0,
+                      np.empty((2, 2, 4), np.float32), np.empty((2, 3, 4), np.int64), 1)
+    with pytest.raises(ValueError, match="cumext_last: the outputs"):
+        k.cumext_last(x, True, 0, np.empty((2, 3), np.float32), np.empty((2, 4), np.int64), 1)

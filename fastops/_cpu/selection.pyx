@@ -15,6 +15,16 @@ cdef extern from "selection.hpp" namespace "fastops" nogil:
     void c_cumext "fastops::cumext"[T](const T* x, int64_t outer, int64_t n, int64_t inner,
                                        int64_t s_outer, int64_t s_n, int64_t s_inner,
                                        cbool is_max, T* values, int64_t* indices, int nthreads) except +
+    void c_cumext_from "fastops::cumext_from"[T](const T* x, int64_t outer, int64_t n,
+                                                 int64_t inner, int64_t s_outer, int64_t s_n,
+                                                 int64_t s_inner, cbool is_max, const T* cv,
+                                                 const int64_t* ci, int64_t offset, T* values,
+                                                 int64_t* indices, int nthreads) except +
+    void c_cumext_last "fastops::cumext_last"[T](const T* x, int64_t outer, int64_t n,
+                                                 int64_t inner, int64_t s_outer, int64_t s_n,
+                                                 int64_t s_inner, cbool is_max, int64_t offset,
+                                                 T* last_v, int64_t* last_i,
+                                                 int nthreads) except +
     int64_t c_nonzero_count "fastops::nonzero_count"[U](const U* x, int64_t size, U mask,
                                                         int nchunks, int64_t* counts,
                                                         int nthreads) except +
@@ -42,6 +52,47 @@ def cumext(const real[:, :, :] x, bint is_max, real[:, :, ::1] values,
         c_cumext(&x[0, 0, 0], x.shape[0], x.shape[1], x.shape[2], x.strides[0] // isz,
                  x.strides[1] // isz, x.strides[2] // isz, is_max, &values[0, 0, 0],
                  &indices[0, 0, 0], nthreads)
+
+
+def cumext_from(const real[:, :, :] x, bint is_max, const real[:, ::1] carry_v,
+                const int64_t[:, ::1] carry_i, int64_t offset, real[:, :, ::1] values,
+                int64_t[:, :, ::1] indices, int nthreads):
+    """cumext of a non-empty (outer, n, inner) view whose element 0 is at global position
+    `offset`, each lane's running (value, global index) starting from the carry
+    (carry_v, carry_i: (outer, inner)); indices written are global.  An empty carry
+    ((0, 0) arrays) means none: the lane starts from its first element."""
+    cdef int64_t isz = sizeof(real)
+    cdef int64_t outer = x.shape[0], inner = x.shape[2]
+    cdef const real* cv = NULL
+    cdef const int64_t* ci = NULL
+    for d in range(3):
+        if values.shape[d] != x.shape[d] or indices.shape[d] != x.shape[d]:
+            raise ValueError("cumext_from: the outputs must have x's shape")
+    if carry_v.shape[0] != 0 or carry_i.shape[0] != 0:
+        if (carry_v.shape[0] != outer or carry_v.shape[1] != inner or
+                carry_i.shape[0] != outer or carry_i.shape[1] != inner):
+            raise ValueError("cumext_from: the carry must have shape (outer, inner)")
+        cv = &carry_v[0, 0]
+        ci = &carry_i[0, 0]
+    with nogil:
+        c_cumext_from(&x[0, 0, 0], outer, x.shape[1], inner, x.strides[0] // isz,
+                      x.strides[1] // isz, x.strides[2] // isz, is_max, cv, ci, offset,
+                      &values[0, 0, 0], &indices[0, 0, 0], nthreads)
+
+
+def cumext_last(const real[:, :, :] x, bint is_max, int64_t offset, real[:, ::1] last_v,
+                int64_t[:, ::1] last_i, int nthreads):
+    """The final running (value, global index) of each lane of a non-empty (outer, n,
+    inner) view (element 0 at global position `offset`) into (outer, inner) arrays,
+    without writing the scan: a read-only pass."""
+    cdef int64_t isz = sizeof(real)
+    if (last_v.shape[0] != x.shape[0] or last_v.shape[1] != x.shape[2] or
+            last_i.shape[0] != x.shape[0] or last_i.shape[1] != x.shape[2]):
+        raise ValueError("cumext_last: the outputs must have shape (outer, inner)")
+    with nogil:
+        c_cumext_last(&x[0, 0, 0], x.shape[0], x.shape[1], x.shape[2], x.strides[0] // isz,
+                      x.strides[1] // isz, x.strides[2] // isz, is_max, offset,
+                      &last_v[0, 0], &last_i[0, 0], nthreads)
 
 
 def nonzero(const uword[::1] x, uword mask, const int64_t[::1] shape, int nthreads):
