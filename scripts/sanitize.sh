@@ -9,7 +9,8 @@
 #
 # Without arguments it runs the hostile-input module (every public op: views, byte
 # orders, index dtypes, huge sizes, NaN/inf, zero-size, rank 10, and the threads that
-# rewrite indices while kernels run), which is what CI runs to stay within its time.
+# rewrite indices while kernels run) and fastops.dask on a LocalCluster (its worker
+# processes inherit the sanitizers), which is what CI runs to stay within its time.
 # `bash scripts/sanitize.sh tests --ignore-glob='tests/test_gpu_emulated*'` runs the
 # whole suite (about 15 minutes here); the GPU emulation modules add nothing under ASan
 # (their kernels are compiled by g++ without sanitizers and check their own bounds with
@@ -28,7 +29,8 @@ export FASTOPS_SANITIZED=1
 # run from the copy: it is first on sys.path, so its build is the one imported
 python -c "import fastops, os; assert fastops.__file__.startswith(os.getcwd()), fastops.__file__"
 if [ $# -eq 0 ]; then
-  set -- tests/test_hostile.py
+  # + fastops.dask on worker processes: arrays arrive there unaligned (pickle-5 buffers)
+  set -- tests/test_hostile.py "tests/test_dask.py::test_local_cluster_every_function"
 fi
 # --capture=sys: pytest must not redirect fd 2, or a sanitizer report is lost with the
 # process it kills

@@ -131,10 +131,27 @@ def task_threads(setting, width):
         _runtime.set_max_threads(before)
 
 
+def _aligned(a):
+    """``a`` with every NumPy array in it (also inside tuples, lists and dicts) aligned.
+    Arrays that crossed a process boundary (dask.distributed's pickle-5 buffers) may sit
+    at any byte offset, and the tasks hand chunks and tables straight to the kernels,
+    which load whole elements: copy those few, leave the rest as they are."""
+    if isinstance(a, np.ndarray):
+        return a if a.flags.aligned else np.require(a, requirements="A")
+    if isinstance(a, tuple) and hasattr(a, "_fields"):          # a named tuple
+        return type(a)(*(_aligned(v) for v in a))
+    if isinstance(a, (tuple, list)):
+        return type(a)(_aligned(v) for v in a)
+    if isinstance(a, dict):
+        return {k: _aligned(v) for k, v in a.items()}
+    return a
+
+
 def call(fn, setting, width, *args):
-    """The body of every fastops.dask task: fn(*args) under the task's thread count."""
+    """The body of every fastops.dask task: fn(*args) under the task's thread count, on
+    aligned arrays."""
     with task_threads(setting, width):
-        return fn(*args)
+        return fn(*(_aligned(a) for a in args))
 
 
 def probe_threads():
