@@ -47,7 +47,9 @@ def _client():
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
                                            processes=True, dashboard_address=None,
                                            silence_logs=logging.ERROR)
-        client = distributed.Client(cluster)
+        # not the process-wide default: the scheduler of everything else in this process
+        # (a test suite importing these workloads) stays as it was; _run makes it current
+        client = distributed.Client(cluster, set_as_default=False)
         _STATE.update(client=client, cluster=cluster)
         atexit.register(_close)
     return _STATE["client"]
@@ -65,9 +67,10 @@ def _persisted(key, make):
     """A dask array made and persisted on the cluster once per process."""
     if key not in _STATE:
         client = _client()
-        arr = client.persist(make())
         from distributed import wait
-        wait(arr)
+        with client.as_current():
+            arr = client.persist(make())
+            wait(arr)
         _STATE[key] = arr
     return _STATE[key]
 
@@ -78,8 +81,9 @@ def _run(make_outputs):
     from distributed import wait
 
     def fn():
-        outs = client.persist(list(make_outputs()))
-        wait(outs)
+        with client.as_current():   # graphs that compute while built (counts) use it too
+            outs = client.persist(list(make_outputs()))
+            wait(outs)
         del outs
     return fn
 
