@@ -656,7 +656,19 @@ def _probe_block():
     return np.array([_graph.probe_threads()], dtype=np.int64)
 
 
-def test_task_threads_share_of_cores(threads):
+@pytest.fixture
+def uncapped():
+    """No process-wide fastops.set_num_threads cap during the test (an earlier test or
+    benchmark may leave one: set_num_threads has no "unset"), restored afterwards."""
+    from fastops import _threads
+    fixed, _threads._fixed = _threads._fixed, None
+    try:
+        yield
+    finally:
+        _threads._fixed = fixed
+
+
+def test_task_threads_share_of_cores(threads, uncapped):
     cores = dask.system.CPU_COUNT
     with dask.config.set(num_workers=2):
         got = _probe_array(8).compute()
