@@ -52,9 +52,9 @@ def test_topk_every_dtype(xp, dtype, largest):
 
 @pytest.mark.parametrize("dtype", ["uint8", "int32", "float32"])
 def test_topk_short_rows_every_k(xp, dtype):
-    """Many short rows, every small k (the sorted-insertion path and its switch to heap /
-    partition), random, tied, NaN-laden, ascending and descending rows (insertion's worst
-    and best cases), contiguous and strided."""
+    """Many short rows (per-anchor class scores), every small k across the heap /
+    partition switch, random, tied, NaN-laden, ascending and descending rows, contiguous
+    and strided."""
     x = np.concatenate([sample((40, 80), dtype), sample((40, 80), dtype, ties=True),
                         sample((40, 80), dtype, ties=True, specials=True),
                         np.sort(sample((4, 80), dtype), axis=1),

@@ -79,9 +79,8 @@ inline void heap_sift_down(Entry<T>* h, int64_t k, int64_t pos) {
 //   n=100000: k=1024 15 vs 21, k=2048 25 vs 24.
 // The heap wins while n/k is above about 24 (replacements grow like k*log(n/k)).
 constexpr int64_t kHeapRatio = 24;
-// Up to this k a sorted insertion list beats both (no entry copies, one compare per
-// element once warm).  Chosen by the "topk short rows" sweep in fastops/_bench/selection.py.
-constexpr int64_t kInsertMax = 8;
+// (A sorted insertion list for k <= 8 was tried on the short-row sweep of
+// fastops/_bench/selection.py: no gain over heap/partition on a quiet machine, removed.)
 
 template <typename T>
 inline void sort_by_index(Entry<T>* e, int64_t k) {
@@ -100,35 +99,6 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
       if (R::value_better(v, best.v)) best = get(j);
     }
     out[0] = best;
-    return;
-  }
-  if (k <= kInsertMax && k < m) {
-    // Small k (per-anchor class scores: rows of a few dozen): keep the k best sorted,
-    // best first, and insert each element that beats the worst kept.  A later equal
-    // value never displaces (ties -> lower index) and goes after its equals.
-    for (int64_t j = 0; j < k; ++j) out[j] = get(j);
-    std::sort(out, out + k, R());
-    T thr = out[k - 1].v;
-    auto consider = [&](int64_t j) {
-      T v = get.value(j);
-      if (!R::value_better(v, thr)) return;
-      int64_t p = k - 1;
-      while (p > 0 && R::value_better(v, out[p - 1].v)) {
-        out[p] = out[p - 1];
-        --p;
-      }
-      out[p] = get(j);
-      thr = out[k - 1].v;
-    };
-    int64_t j = k;
-    if (const T* p = get.contiguous()) {
-      for (; j + 64 <= m; j += 64) {
-        if (!R::any_better(p + j, thr)) continue;
-        for (int64_t b = j; b < j + 64; ++b) consider(b);
-      }
-    }
-    for (; j < m; ++j) consider(j);
-    if (!sorted) sort_by_index(out, k);
     return;
   }
   if (k * kHeapRatio <= m) {  // heap of the k best; later equal values never displace (ties -> lower index)
