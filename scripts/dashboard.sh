@@ -16,12 +16,13 @@
 # interval, so the noise of a point can be read next to it), into
 # asv_bench/results/<machine>/, which is committed.  The environment is named "fastops"
 # whatever the venv path, so measurements from different sessions form one line.
-# About 20-30 minutes on the 2-core machine for the whole suite with 7 repeats
-# (asv's -b REGEX limits it).
+# About 50 minutes on the 2-core machine for the whole suite with 7 repeats (measured
+# 2026-11-30: 21 benchmark classes, the sweeps, tiny inputs and dask included); asv's
+# -b REGEX limits it.
 #
 # history is the full rerun for a dedicated benchmark machine: every commit is built
 # in its own virtualenv under asv_bench/.asv (3-4 minutes of compilation each here) and
-# measured with the suite's default repeats: about 40-60 minutes per commit on the 2-core
+# measured with the suite's default repeats: about an hour per commit on the 2-core
 # machine, so history 10 is most of a day.  Its results land in the same results tree.
 set -euo pipefail
 cd "$(dirname "$0")/../asv_bench"
