@@ -12,6 +12,7 @@ import pytest
 
 import fastops
 from tests import cuda_emu
+from tests.cuda_emu import host, same
 from tests.test_nms import clustered
 from tests.test_roi_align import _mmcv_rois, _rng
 from tests.test_selection import ALL_REAL, sample
@@ -19,31 +20,7 @@ from tests.test_selection import ALL_REAL, sample
 pytestmark = pytest.mark.skipif(not cuda_emu.available(), reason="needs g++ (CUDA emulation)")
 
 
-@pytest.fixture(scope="module")
-def cp():
-    import sys
-    from fastops import _dispatch
-    before = sys.modules.get("cupy")
-    with cuda_emu.emulated_cupy() as fake:
-        yield fake
-    # nothing of the fake may leak into later test modules
-    assert sys.modules.get("cupy") is before
-    assert _dispatch.prepare.__module__ == "fastops._dispatch"
-    assert "fastops._gpu._compile" not in sys.modules or \
-        sys.modules["fastops._gpu._compile"].cupy is not fake
-
-
-def host(a):
-    if isinstance(a, tuple):
-        return tuple(host(v) for v in a)
-    assert type(a).__module__.endswith("fake_cupy"), f"result on the host: {type(a)}"
-    return a.get()
-
-
-def same(got, want):
-    """Bit-for-bit equality of one array (NaN payloads aside: NaN == NaN here)."""
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
+cp = cuda_emu.cupy_fixture()
 
 
 # ------------------------------------------------------------------ selection

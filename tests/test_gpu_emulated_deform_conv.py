@@ -14,45 +14,28 @@ import pytest
 
 from fastops.conv import deform_conv2d, modulated_deform_conv2d
 from tests import cuda_emu
+from tests.cuda_emu import host
 from tests.reference.deform_conv import deform_conv2d_ref
 from tests.test_deform_conv import CONFIGS, _case
 
 pytestmark = pytest.mark.skipif(not cuda_emu.available(), reason="needs g++ (CUDA emulation)")
 
 
-@pytest.fixture(scope="module")
-def cp():
-    import sys
-    from fastops import _dispatch
-    before = sys.modules.get("cupy")
-    with cuda_emu.emulated_cupy() as fake:
-        assert not hasattr(fake, "matmul")     # if the fake grows one, use it instead
-
-        def matmul(a, b, out=None):
-            """cupy.matmul (cuBLAS) on the fake's host memory, with NumPy."""
-            for v in (a, b) + (() if out is None else (out,)):
-                assert isinstance(v, fake.ndarray), "matmul of a host array"
-            r = np.matmul(a.view(np.ndarray), b.view(np.ndarray))
-            if out is None:
-                return fake.array(r)
-            assert out.shape == r.shape and out.dtype == r.dtype
-            out.view(np.ndarray)[...] = r
-            return out
-        fake.matmul = matmul
-        try:
-            yield fake
-        finally:
-            del fake.matmul
-    # nothing of the fake may leak into later test modules
-    assert sys.modules.get("cupy") is before
-    assert _dispatch.prepare.__module__ == "fastops._dispatch"
-    assert "fastops._gpu._compile" not in sys.modules or \
-        sys.modules["fastops._gpu._compile"].cupy is not fake
+def _cublas(fake):
+    def matmul(a, b, out=None):
+        """cupy.matmul (cuBLAS) on the fake's host memory, with NumPy."""
+        for v in (a, b) + (() if out is None else (out,)):
+            assert isinstance(v, fake.ndarray), "matmul of a host array"
+        r = np.matmul(a.view(np.ndarray), b.view(np.ndarray))
+        if out is None:
+            return fake.array(r)
+        assert out.shape == r.shape and out.dtype == r.dtype
+        out.view(np.ndarray)[...] = r
+        return out
+    return {"matmul": matmul}
 
 
-def host(a):
-    assert type(a).__module__.endswith("fake_cupy"), f"result on the host: {type(a)}"
-    return a.get()
+cp = cuda_emu.cupy_fixture(_cublas)
 
 
 def _gpu(cp, arrs, kw, **extra):

@@ -9,34 +9,13 @@ import pytest
 
 from fastops.sampling import grid_sample
 from tests import cuda_emu
+from tests.cuda_emu import host, same
 from tests.test_grid_sample import COMBOS_4D, COMBOS_5D
 
 pytestmark = pytest.mark.skipif(not cuda_emu.available(), reason="needs g++ (CUDA emulation)")
 
 
-@pytest.fixture(scope="module")
-def cp():
-    import sys
-    from fastops import _dispatch
-    before = sys.modules.get("cupy")
-    with cuda_emu.emulated_cupy() as fake:
-        yield fake
-    # nothing of the fake may leak into later test modules
-    assert sys.modules.get("cupy") is before
-    assert _dispatch.prepare.__module__ == "fastops._dispatch"
-    assert "fastops._gpu._compile" not in sys.modules or \
-        sys.modules["fastops._gpu._compile"].cupy is not fake
-
-
-def host(a):
-    assert type(a).__module__.endswith("fake_cupy"), f"result on the host: {type(a)}"
-    return a.get()
-
-
-def same(got, want):
-    """Bit-for-bit equality (NaN == NaN here)."""
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
+cp = cuda_emu.cupy_fixture()
 
 
 def _inputs(seed, xshape, gshape, dtype, specials=True):

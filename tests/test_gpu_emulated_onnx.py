@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests import cuda_emu
+from tests.cuda_emu import host
 from tests.test_onnx_session import assert_same, load_node_case, run_session
 
 onnx = pytest.importorskip("onnx")
@@ -28,25 +29,8 @@ _EXTRA = ("add", "subtract", "multiply", "true_divide", "floor_divide", "equal",
           "moveaxis", "tensordot", "pad", "isinf", "tanh", "reciprocal")
 
 
-@pytest.fixture(scope="module")
-def cp():
-    import sys
-    from fastops import _dispatch
-    before = sys.modules.get("cupy")
-    with cuda_emu.emulated_cupy() as fake:
-        added = [n for n in _EXTRA if not hasattr(fake, n)]
-        for name in added:
-            setattr(fake, name, fake._forward(name))
-        try:
-            yield fake
-        finally:
-            for name in added:
-                delattr(fake, name)
-                fake._FORWARDED.discard(name)
-    assert sys.modules.get("cupy") is before
-    assert _dispatch.prepare.__module__ == "fastops._dispatch"
-    assert "fastops._gpu._compile" not in sys.modules or \
-        sys.modules["fastops._gpu._compile"].cupy is not fake
+cp = cuda_emu.cupy_fixture(
+    lambda fake: {n: fake._forward(n) for n in _EXTRA if not hasattr(fake, n)})
 
 
 def _to_gpu(cp, v):
@@ -55,15 +39,6 @@ def _to_gpu(cp, v):
     if v is None:
         return None
     return cp.asarray(v)
-
-
-def _to_host(v):
-    if isinstance(v, list):
-        return [_to_host(x) for x in v]
-    if v is None:
-        return None
-    assert type(v).__module__.endswith("fake_cupy"), f"result on the host: {type(v)}"
-    return v.get()
 
 
 CASES = ["test_top_k", "test_top_k_smallest", "test_scatter_elements_with_axis",
@@ -82,7 +57,7 @@ def test_node_case_on_gpu(cp, name):
     model, feeds, want = load_node_case(name)
     _, cpu = run_session(model, feeds)
     _, gpu = run_session(model, {k: _to_gpu(cp, v) for k, v in feeds.items()})
-    got = [_to_host(v) for v in gpu]
+    got = [host(v) for v in gpu]
     for k, (g, c, w) in enumerate(zip(got, cpu, want)):
         assert_same(g, w, f"{name} output {k} (GPU vs expected)")
         if not isinstance(c, list) and np.asarray(c).dtype.kind in "iub":
@@ -99,7 +74,7 @@ def test_loop_body_on_gpu(cp):
     cpu = fo.Session(m).run(None, feeds)
     gpu = fo.Session(m).run(None, {k: cp.asarray(v) for k, v in feeds.items()})
     for g, c in zip(gpu, cpu):
-        np.testing.assert_array_equal(_to_host(g), c)
+        np.testing.assert_array_equal(host(g), c)
 
 
 def test_fallback_goes_through_the_host(cp):
@@ -113,7 +88,7 @@ def test_fallback_goes_through_the_host(cp):
     x = np.array([0.1, -0.4, 1.5], np.float32)
     _, (cpu,) = run_session(m, {"x": x})
     _, (gpu,) = run_session(m, {"x": cp.asarray(x)})
-    np.testing.assert_array_equal(_to_host(gpu), cpu)
+    np.testing.assert_array_equal(host(gpu), cpu)
 
 
 def test_mixed_devices_refused(cp):

@@ -187,12 +187,27 @@ def _conv_transpose(n):
 
 
 def _pool_setup(n):
+    """Kernel shape and a geometry(x) -> (k, strides, dils, pb, pe, out, extra) function of
+    a pooling node.  ``extra``: the room ceil_mode needs past the end padding (its
+    windows overhang the input; they never count as padding)."""
     kshape = n.attr("kernel_shape")
     if kshape is None:
         raise Unsupported("pooling without kernel_shape")
-    return dict(kshape=tuple(kshape), strides=n.attr("strides"), pads=n.attr("pads"),
-                dils=n.attr("dilations"), auto_pad=n.attr("auto_pad", "NOTSET"),
-                ceil=bool(n.attr("ceil_mode", 0)))
+    k = tuple(kshape)
+    strides_a, pads_a, dils_a = n.attr("strides"), n.attr("pads"), n.attr("dilations")
+    auto_pad, ceil = n.attr("auto_pad", "NOTSET"), bool(n.attr("ceil_mode", 0))
+
+    def geometry(x):
+        r = x.ndim - 2
+        strides = _tuple(strides_a, r, 1)
+        dils = _tuple(dils_a, r, 1)
+        pads = _tuple(pads_a, 2 * r, 0)
+        kext = [(k[i] - 1) * dils[i] + 1 for i in range(r)]
+        pb, pe, out = _geometry(x.shape[2:], kext, strides, pads, auto_pad, ceil)
+        extra = [max(0, (out[i] - 1) * strides[i] + kext[i] - x.shape[2 + i] - pb[i] - pe[i])
+                 for i in range(r)]
+        return k, strides, dils, pb, pe, out, extra
+    return geometry
 
 
 @kernel("MaxPool")
@@ -202,24 +217,16 @@ def _maxpool(n):
         raise Unsupported("MaxPool indices output")
     if n.attr("storage_order", 0) not in (0, 1):
         raise Unsupported("storage_order")
-    a = _pool_setup(n)
+    geometry = _pool_setup(n)
 
     def run(x):
+        k, strides, dils, pb, pe, out, extra = geometry(x)
         r = x.ndim - 2
-        k = a["kshape"]
-        strides = _tuple(a["strides"], r, 1)
-        dils = _tuple(a["dils"], r, 1)
-        pads = _tuple(a["pads"], 2 * r, 0)
-        kext = [(k[i] - 1) * dils[i] + 1 for i in range(r)]
-        pb, pe, out = _geometry(x.shape[2:], kext, strides, pads, a["auto_pad"], a["ceil"])
-        # ceil_mode may need more room on the right than the explicit padding
-        pe = [max(pe[i], (out[i] - 1) * strides[i] + kext[i] - x.shape[2 + i] - pb[i])
-              for i in range(r)]
         if x.dtype.kind == "f":
             low = -np.inf
         else:
             low = np.iinfo(x.dtype).min
-        xpad = _pad_input(xp, x, pb, pe, low)
+        xpad = _pad_input(xp, x, pb, [pe[i] + extra[i] for i in range(r)], low)
         win = _windows(xp, xpad, k, strides, dils, out)
         return win.max(axis=tuple(range(2 + r, 2 + 2 * r)))
     return run
@@ -228,19 +235,12 @@ def _maxpool(n):
 @kernel("AveragePool")
 def _avgpool(n):
     xp = n.xp
-    a = _pool_setup(n)
+    geometry = _pool_setup(n)
     include = n.attr("count_include_pad", 0)
 
     def run(x):
+        k, strides, dils, pb, pe, out, extra = geometry(x)
         r = x.ndim - 2
-        k = a["kshape"]
-        strides = _tuple(a["strides"], r, 1)
-        dils = _tuple(a["dils"], r, 1)
-        pads = _tuple(a["pads"], 2 * r, 0)
-        kext = [(k[i] - 1) * dils[i] + 1 for i in range(r)]
-        pb, pe, out = _geometry(x.shape[2:], kext, strides, pads, a["auto_pad"], a["ceil"])
-        extra = [max(0, (out[i] - 1) * strides[i] + kext[i] - x.shape[2 + i] - pb[i] - pe[i])
-                 for i in range(r)]
         pe2 = [pe[i] + extra[i] for i in range(r)]
         xpad = _pad_input(xp, x, pb, pe2, 0)
         win = _windows(xp, xpad, k, strides, dils, out)

@@ -1,9 +1,13 @@
 """CUDA-on-CPU emulation for the test suite (not shipped): cuda_emu.h compiles the real
 kernels/*.cu with g++, fake_cupy stands in for CuPy so that the real launchers in
-fastops/_gpu run.  Used by tests/test_gpu_emulated.py via :func:`emulated_cupy`."""
+fastops/_gpu run.  The tests/test_gpu_emulated*.py modules take their ``cp`` fixture from
+:func:`cupy_fixture` and compare with :func:`host` and :func:`same`."""
 import contextlib
 import shutil
 import sys
+
+import numpy as np
+import pytest
 
 
 def available():
@@ -62,3 +66,49 @@ def emulated_cupy():
         else:
             os.environ["FASTOPS_KERNEL_CACHE"] = cache_before
         restore()
+
+
+def cupy_fixture(extend=None):
+    """The module-scoped ``cp`` fixture of an emulated-GPU test module: the fake cupy for the
+    module's duration, then a check that nothing of it leaks into later modules.
+    ``extend(fake)`` may return {name: attribute} that the module needs and the fake lacks
+    (say cuBLAS matmul); they are removed again afterwards."""
+    @pytest.fixture(scope="module")
+    def cp():
+        from fastops import _dispatch
+        before = sys.modules.get("cupy")
+        with emulated_cupy() as fake:
+            added = extend(fake) if extend is not None else {}
+            for name, value in added.items():
+                assert not hasattr(fake, name), f"the fake cupy has {name} now: use it"
+                setattr(fake, name, value)
+            try:
+                yield fake
+            finally:
+                for name in added:
+                    delattr(fake, name)
+                    fake._FORWARDED.discard(name)
+        assert sys.modules.get("cupy") is before
+        assert _dispatch.prepare.__module__ == "fastops._dispatch"
+        assert "fastops._gpu._compile" not in sys.modules or \
+            sys.modules["fastops._gpu._compile"].cupy is not fake
+    return cp
+
+
+def host(a):
+    """A fake-GPU result (or tuple/list of them) on the host; fails on a host array, which
+    would mean the op ran on the CPU."""
+    if isinstance(a, tuple):        # named tuples too: compared as plain tuples
+        return tuple(host(v) for v in a)
+    if isinstance(a, list):
+        return [host(v) for v in a]
+    if a is None:
+        return None
+    assert type(a).__module__.endswith("fake_cupy"), f"result on the host: {type(a)}"
+    return a.get()
+
+
+def same(got, want):
+    """Bit-for-bit equality of one array (NaN payloads aside: NaN == NaN here)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
