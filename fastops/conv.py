@@ -234,7 +234,7 @@ def deform_conv2d(x: Array, offset: Array, weight: Array, bias: Optional[Array] 
     **Performance.**  CPU: per tile of output pixels a bilinear sampling plan (4 corner
     offsets and 4 weights times the mask per deform group, tap and pixel) fills a
     channels-last column tile (4 contiguous channel vectors blended per entry), followed
-    by one GEMM per group into the output; tiles run on OpenMP threads, each calling a
+    by one GEMM per group into the output; tiles run on fastops' threads, each calling a
     single-threaded BLAS GEMM (NumPy's bundled OpenBLAS, found at run time; a builtin
     GEMM where there is none).  The column matrix never materializes beyond one tile per
     thread.  Results are bit-identical for any thread count and any ``im2col_step``.

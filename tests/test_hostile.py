@@ -909,7 +909,7 @@ for m in pkgutil.iter_modules(fastops._cpu.__path__):    # loaded before the lim
 rng = np.random.default_rng(0)
 {big}
 nt = fastops.get_num_threads()
-fastops.cummax(np.ones((64 * nt, 4096), np.float32), 1)   # the whole OpenMP team, started
+fastops.cummax(np.ones((64 * nt, 4096), np.float32), 1)   # the thread pool, started
 vm = [l for l in open("/proc/self/status") if l.startswith("VmSize")][0]
 limit = int(vm.split()[1]) * 1024 + {headroom} * 2**20
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

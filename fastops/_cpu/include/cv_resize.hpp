@@ -48,9 +48,7 @@
 #include <limits>
 #include <type_traits>
 #include <vector>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "parallel.hpp"
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -782,17 +780,11 @@ void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t*
   const size_t per = slot * static_cast<size_t>(K);
   std::vector<HT> scratch(per * static_cast<size_t>(nt), HT(0));
   std::vector<int64_t> tags(static_cast<size_t>(nt) * static_cast<size_t>(K));
-#pragma omp parallel num_threads(nt)
-  {
-    int tid = 0;
-#ifdef _OPENMP
-    tid = omp_get_thread_num();
-#endif
+  parallel_for(stripes, 1, nt, [&](int64_t s_lo, int64_t s_hi, int tid) {
     HT* ring = scratch.data() + per * static_cast<size_t>(tid);
     int64_t* tag = tags.data() + static_cast<size_t>(tid) * static_cast<size_t>(K);
     const HT* rp[8];
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t s = 0; s < stripes; ++s) {
+    for (int64_t s = s_lo; s < s_hi; ++s) {
       for (int k = 0; k < K; ++k) tag[k] = -1;
       const int64_t y0 = s * stripe, y1 = std::min(dh, y0 + stripe);
       for (int64_t yo = y0; yo < y1; ++yo) {
@@ -809,7 +801,7 @@ void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t*
         vrow(rp, yo, out + yo * Lout);
       }
     }
-  }
+  });
 }
 
 }  // namespace cvr
@@ -1286,15 +1278,9 @@ inline void area_fast_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int6
   const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads);
   const size_t per = static_cast<size_t>(used + kSlack);
   std::vector<int32_t> scratch(int2x2 ? 0 : per * static_cast<size_t>(nt), 0);
-#pragma omp parallel num_threads(nt)
-  {
-    int tid = 0;
-#ifdef _OPENMP
-    tid = omp_get_thread_num();
-#endif
+  parallel_for(dh, chunk_for(dh, nt), nt, [&](int64_t dy_lo, int64_t dy_hi, int tid) {
     int32_t* vs = int2x2 ? nullptr : scratch.data() + per * static_cast<size_t>(tid);
-#pragma omp for schedule(static)
-    for (int64_t dy = 0; dy < dh; ++dy) {
+    for (int64_t dy = dy_lo; dy < dy_hi; ++dy) {
       uint8_t* D = out + dy * Lout;
       const int64_t sy0 = dy * isy;
       if (sy0 >= h) {
@@ -1347,7 +1333,7 @@ inline void area_fast_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int6
                      : uint8_t(0);
       }
     }
-  }
+  });
   (void)avx2;
 }
 
@@ -1376,69 +1362,70 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
   const bool f32x2 = isx == 2 && isy == 2 && std::is_same<T, float>::value && (C == 1 || C == 4);
   const int64_t f32_simd = C == 4 ? full_w : (full_w / 4) * 4;
   const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t dy = 0; dy < dh; ++dy) {
-    T* D = out + dy * Lout;
-    const int64_t sy0 = dy * isy;
-    if (sy0 >= h) {
-      for (int64_t j = 0; j < Lout; ++j) D[j] = T(0);
-      continue;
-    }
-    const bool full_row = sy0 + isy <= h;
-    const int64_t nfull = full_row ? full_w : 0;
-    for (int64_t dx = 0; dx < nfull; ++dx) {
-      const int64_t sx0 = dx * isx;
-      for (int64_t c = 0; c < C; ++c) {
-        const T* S = img.row(sy0) + sx0 * C + c;
-        T* d = D + dx * C + c;
-        if (int2x2) {
-          const T* S1 = img.row(sy0 + 1) + sx0 * C + c;
-          const int64_t s = static_cast<int64_t>(S[0]) + S[C] + S1[0] + S1[C];
-          *d = static_cast<T>((s + 2) >> 2);
-          continue;
-        }
-        if (f32x2 && dx < f32_simd) {
-          const T* S1 = img.row(sy0 + 1) + sx0 * C + c;
-          *d = static_cast<T>(((S[0] + S[C]) + (S1[0] + S1[C])) * 0.25f);
-          continue;
-        }
-        // sum += S[ofs[k]] + S[ofs[k+1]] + S[ofs[k+2]] + S[ofs[k+3]], ofs in (row, col)
-        // order; element sums in int for 8/16-bit types (exact), in T for float types
-        WT sum = WT(0);
-        int64_t k = 0;
-        auto at = [&](int64_t kk) -> const T& {
-          return img.row(sy0 + kk / isx)[(sx0 + kk % isx) * C + c];
-        };
-        using ET = typename std::conditional<std::is_floating_point<T>::value, T, int32_t>::type;
-        for (; k + 4 <= area; k += 4)
-          sum += static_cast<WT>(((static_cast<ET>(at(k)) + static_cast<ET>(at(k + 1))) +
-                                  static_cast<ET>(at(k + 2))) + static_cast<ET>(at(k + 3)));
-        for (; k < area; ++k) sum += static_cast<WT>(at(k));
-        if constexpr (std::is_same<T, double>::value)
-          *d = sum * static_cast<double>(scale);
-        else
-          *d = store_wt<T, float>(static_cast<float>(sum) * scale);
+  parallel_for(dh, chunk_for(dh, nt), nt, [&](int64_t dy_lo, int64_t dy_hi, int) {
+    for (int64_t dy = dy_lo; dy < dy_hi; ++dy) {
+      T* D = out + dy * Lout;
+      const int64_t sy0 = dy * isy;
+      if (sy0 >= h) {
+        for (int64_t j = 0; j < Lout; ++j) D[j] = T(0);
+        continue;
       }
-    }
-    // cells cut by the image border: saturate((float)sum / count)
-    for (int64_t dx = nfull; dx < dw; ++dx) {
-      const int64_t sx0 = dx * isx;
-      for (int64_t c = 0; c < C; ++c) {
-        using SWT = typename std::conditional<std::is_same<T, uint8_t>::value, int32_t, WT>::type;
-        SWT sum = SWT(0);
-        int64_t count = 0;
-        for (int64_t sy = 0; sy < isy && sy0 + sy < h; ++sy) {
-          const T* S = img.row(sy0 + sy);
-          for (int64_t sx = 0; sx < isx && sx0 + sx < w; ++sx) {
-            sum += static_cast<SWT>(S[(sx0 + sx) * C + c]);
-            ++count;
+      const bool full_row = sy0 + isy <= h;
+      const int64_t nfull = full_row ? full_w : 0;
+      for (int64_t dx = 0; dx < nfull; ++dx) {
+        const int64_t sx0 = dx * isx;
+        for (int64_t c = 0; c < C; ++c) {
+          const T* S = img.row(sy0) + sx0 * C + c;
+          T* d = D + dx * C + c;
+          if (int2x2) {
+            const T* S1 = img.row(sy0 + 1) + sx0 * C + c;
+            const int64_t s = static_cast<int64_t>(S[0]) + S[C] + S1[0] + S1[C];
+            *d = static_cast<T>((s + 2) >> 2);
+            continue;
           }
+          if (f32x2 && dx < f32_simd) {
+            const T* S1 = img.row(sy0 + 1) + sx0 * C + c;
+            *d = static_cast<T>(((S[0] + S[C]) + (S1[0] + S1[C])) * 0.25f);
+            continue;
+          }
+          // sum += S[ofs[k]] + S[ofs[k+1]] + S[ofs[k+2]] + S[ofs[k+3]], ofs in (row, col)
+          // order; element sums in int for 8/16-bit types (exact), in T for float types
+          WT sum = WT(0);
+          int64_t k = 0;
+          auto at = [&](int64_t kk) -> const T& {
+            return img.row(sy0 + kk / isx)[(sx0 + kk % isx) * C + c];
+          };
+          using ET = typename std::conditional<std::is_floating_point<T>::value, T, int32_t>::type;
+          for (; k + 4 <= area; k += 4)
+            sum += static_cast<WT>(((static_cast<ET>(at(k)) + static_cast<ET>(at(k + 1))) +
+                                    static_cast<ET>(at(k + 2))) + static_cast<ET>(at(k + 3)));
+          for (; k < area; ++k) sum += static_cast<WT>(at(k));
+          if constexpr (std::is_same<T, double>::value)
+            *d = sum * static_cast<double>(scale);
+          else
+            *d = store_wt<T, float>(static_cast<float>(sum) * scale);
         }
-        D[dx * C + c] = count ? cast_from<T>(static_cast<float>(sum) / static_cast<float>(count))
-                              : T(0);
+      }
+      // cells cut by the image border: saturate((float)sum / count)
+      for (int64_t dx = nfull; dx < dw; ++dx) {
+        const int64_t sx0 = dx * isx;
+        for (int64_t c = 0; c < C; ++c) {
+          using SWT = typename std::conditional<std::is_same<T, uint8_t>::value, int32_t, WT>::type;
+          SWT sum = SWT(0);
+          int64_t count = 0;
+          for (int64_t sy = 0; sy < isy && sy0 + sy < h; ++sy) {
+            const T* S = img.row(sy0 + sy);
+            for (int64_t sx = 0; sx < isx && sx0 + sx < w; ++sx) {
+              sum += static_cast<SWT>(S[(sx0 + sx) * C + c]);
+              ++count;
+            }
+          }
+          D[dx * C + c] = count ? cast_from<T>(static_cast<float>(sum) / static_cast<float>(count))
+                                : T(0);
+        }
       }
     }
-  }
+  });
 }
 
 namespace cvr {
@@ -1545,18 +1532,12 @@ void cv_area(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, const int6
     fxc[d] = f;
     cxc[d] = std::max<int64_t>(0, std::min(std::min(cx[d], Kx), w - f));
   }
-#pragma omp parallel num_threads(nt)
-  {
-    int tid = 0;
-#ifdef _OPENMP
-    tid = omp_get_thread_num();
-#endif
+  parallel_for(stripes, 1, nt, [&](int64_t s_lo, int64_t s_hi, int tid) {
     float* ring = scratch.data() + per * static_cast<size_t>(tid);
     float* acc = ring + slot * static_cast<size_t>(R);
     float* srcf = acc + slot;
     int64_t* tag = tags.data() + static_cast<size_t>(tid) * static_cast<size_t>(R);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t s = 0; s < stripes; ++s) {
+    for (int64_t s = s_lo; s < s_hi; ++s) {
       for (int64_t k = 0; k < R; ++k) tag[k] = -1;
       const int64_t y0 = s * stripe, y1 = std::min(dh, y0 + stripe);
       for (int64_t yo = y0; yo < y1; ++yo) {
@@ -1587,7 +1568,7 @@ void cv_area(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, const int6
         }
       }
     }
-  }
+  });
 }
 
 // ------------------------------------------------------------------ flat entry points
@@ -1599,8 +1580,9 @@ template <typename W>
 void cv_area_table(int64_t n_in, int64_t n_out, double scale, int64_t K, int64_t* first,
                    int64_t* count, W* weights, int nthreads) {
   const int nt = threads_for(n_out * 64, nthreads);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t d = 0; d < n_out; ++d) cvr::area_row<W>(d, n_in, scale, K, first, count, weights);
+  parallel_for(n_out, chunk_for(n_out, nt), nt, [&](int64_t d_lo, int64_t d_hi, int) {
+    for (int64_t d = d_lo; d < d_hi; ++d) cvr::area_row<W>(d, n_in, scale, K, first, count, weights);
+  });
 }
 
 }  // namespace fastops

@@ -33,7 +33,7 @@
 // 64x64, and 74-80 vs 221-226 ms for 256 channels of 100x136 (noisy shared 2-core VM).
 //
 // GEMM: a CBLAS sgemm/dgemm found at run time (NumPy's bundled OpenBLAS, see
-// deform_conv.pyx), called single-threaded from each OpenMP thread; without one, a
+// deform_conv.pyx), called single-threaded from each parallel_for thread; without one, a
 // portable packed GEMM (gemm_nt_builtin).  With the tiles below the whole
 // op costs about the GEMM plus 10-15%: 1x256x100x136, 256 -> 256, 3x3, 1 thread: GEMM
 // alone ~236-290 ms, sampling and transposition ~35 ms of CPU time.
@@ -47,9 +47,7 @@
 
 #include "common.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "parallel.hpp"
 
 // One fixed sequence of roundings per output element on every build (no FMA contraction
 // in the sampling arithmetic, even with -march=native).
@@ -339,16 +337,10 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
 
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t nb = std::min(chunk, N - n0);
-#pragma omp parallel num_threads(nt)
-    {
-#ifdef _OPENMP
-      const int tid = omp_get_thread_num();
-#else
-      const int tid = 0;
-#endif
-      // 2. channels-last copy of the chunk, rows (image, y) split across threads
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < nb * std::max<int64_t>(H, 1); ++r) {
+    // 2. channels-last copy of the chunk, rows (image, y) split across threads
+    const int64_t rows = nb * std::max<int64_t>(H, 1);
+    parallel_for(rows, chunk_for(rows, nt), nt, [&](int64_t r_lo, int64_t r_hi, int) {
+      for (int64_t r = r_lo; r < r_hi; ++r) {
         const int64_t nl = r / std::max<int64_t>(H, 1);
         T* dst = xt.get() + nl * img;
         if (H == 0 || r % H == H - 1) {  // the zero pixel, once per image
@@ -368,13 +360,13 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
           }
         }
       }
-      // implicit barrier: the chunk is complete
+    });
+    // 3. per (image, tile) item, once the chunk's copy is complete
+    parallel_for(nb * tiles, 1, nt, [&](int64_t item_lo, int64_t item_hi, int tid) {
       DcnSample<T>* plan = plans.get() + tid * plan_n;
       T* col = cols.get() + tid * P * KCg;
       T* pack = packs.get() + tid * pack_n;
-
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t item = 0; item < nb * tiles; ++item) {
+      for (int64_t item = item_lo; item < item_hi; ++item) {
         const int64_t nl = item / tiles;
         const int64_t n = n0 + nl;
         const int64_t p0 = (item % tiles) * P;
@@ -424,7 +416,7 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
           }
         }
       }
-    }
+    });
   }
 }
 

@@ -10,7 +10,7 @@
 // and clears its mask) and the weights.  It is computed once and applied to all C
 // channels, kGsCB channels per pass so that each plan entry is read once per block.
 // Points whose taps are all inside get compact unmasked entries (see "plan entries");
-// float bicubic uses SSE2 with the scalar order of operations.  Items run on OpenMP
+// float bicubic uses SSE2 with the scalar order of operations.  Items run on parallel_for
 // threads, so one image uses every core (torch parallelizes over N only, ONNX Runtime
 // over C); every output element is one fixed sequence of operations, so results do not
 // depend on the thread count, the chunking or the SSE path.
@@ -34,9 +34,7 @@
 #include <type_traits>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "parallel.hpp"
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -723,18 +721,11 @@ void run(const Tin* x, const Shape& s, Tin* out, int64_t taps, int nthreads, Pla
   const int64_t cblocks = s.C / kGsCB;
   const Steps st{s.sW, s.sH, s.sD};
 
-#pragma omp parallel num_threads(nt)
-  {
-#ifdef _OPENMP
-    const int64_t t = omp_get_thread_num();
-#else
-    const int64_t t = 0;
-#endif
+  parallel_for(items, 1, nt, [&](int64_t item_lo, int64_t item_hi, int t) {
     Split<In, Out> sp{ins.data() + t * chunk, outs.data() + t * chunk,
                       wins.data() + t * 2 * (nwin + 1), wins.data() + (t * 2 + 1) * (nwin + 1),
                       0, 0};
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t item = 0; item < items; ++item) {
+    for (int64_t item = item_lo; item < item_hi; ++item) {
       const int64_t n = item / cpi;
       const int64_t p0 = (item % cpi) * chunk;
       const int64_t p1 = std::min(P, p0 + chunk);
@@ -762,7 +753,7 @@ void run(const Tin* x, const Shape& s, Tin* out, int64_t taps, int nthreads, Pla
         c += full ? kGsCB : 1;
       }
     }
-  }
+  });
 }
 
 }  // namespace gs

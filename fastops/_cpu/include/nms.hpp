@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "parallel.hpp"
 
 namespace fastops {
 namespace nmsk {
@@ -119,31 +120,32 @@ template <typename T>
 void normalize_boxes(const T* b, int64_t B, int64_t N, int64_t sb, int64_t sn, int64_t sc,
                      int center, T off, T* buf, int nthreads) {
   const int nt = threads_for(B * N * 8, nthreads);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t r = 0; r < B * N; ++r) {
-    const int64_t bi = r / N, i = r % N;
-    const T* p = b + bi * sb + i * sn;
-    T c0 = p[0], c1 = p[sc], c2 = p[2 * sc], c3 = p[3 * sc];
-    T l0, l1, h0, h1;
-    if (center) {
-      T hw = c2 / T(2), hh = c3 / T(2);
-      l0 = c0 - hw;
-      h0 = c0 + hw;
-      l1 = c1 - hh;
-      h1 = c1 + hh;
-    } else {
-      l0 = std::min(c0, c2);
-      h0 = std::max(c0, c2);
-      l1 = std::min(c1, c3);
-      h1 = std::max(c1, c3);
+  parallel_for(B * N, chunk_for(B * N, nt), nt, [&](int64_t r_lo, int64_t r_hi, int) {
+    for (int64_t r = r_lo; r < r_hi; ++r) {
+      const int64_t bi = r / N, i = r % N;
+      const T* p = b + bi * sb + i * sn;
+      T c0 = p[0], c1 = p[sc], c2 = p[2 * sc], c3 = p[3 * sc];
+      T l0, l1, h0, h1;
+      if (center) {
+        T hw = c2 / T(2), hh = c3 / T(2);
+        l0 = c0 - hw;
+        h0 = c0 + hw;
+        l1 = c1 - hh;
+        h1 = c1 + hh;
+      } else {
+        l0 = std::min(c0, c2);
+        h0 = std::max(c0, c2);
+        l1 = std::min(c1, c3);
+        h1 = std::max(c1, c3);
+      }
+      T* o = buf + bi * 5 * N;
+      o[i] = l0;
+      o[N + i] = l1;
+      o[2 * N + i] = h0;
+      o[3 * N + i] = h1;
+      o[4 * N + i] = (h0 - l0 + off) * (h1 - l1 + off);
     }
-    T* o = buf + bi * 5 * N;
-    o[i] = l0;
-    o[N + i] = l1;
-    o[2 * N + i] = h0;
-    o[3 * N + i] = h1;
-    o[4 * N + i] = (h0 - l0 + off) * (h1 - l1 + off);
-  }
+  });
 }
 
 template <typename T>
@@ -226,8 +228,8 @@ int64_t greedy(const BoxSet<T>& bx, const int64_t* cand, int64_t n, int64_t max_
 // boxes are kept (each test is cheap and early exits); once kKeptParallel boxes are
 // kept, candidates go in blocks: each block is tested in parallel against the boxes
 // kept before it, then its survivors are resolved serially against the boxes kept
-// inside the block.  A block holds about 2^21 pair tests, so the two barriers per block
-// stay small against the work even when other processes share the cores.
+// inside the block.  A block holds about 2^21 pair tests, so the join per block
+// stays small against the work even when other processes share the cores.
 constexpr int64_t kKeptParallel = 1024;
 
 template <typename T>
@@ -244,37 +246,27 @@ int64_t greedy_blocked(const BoxSet<T>& bx, const int64_t* cand, int64_t n, int6
   }
   if (i0 >= n || cnt >= max_out) return cnt;
   std::vector<unsigned char> alive(std::max<int64_t>(64 * nt, (int64_t(1) << 21) / kKeptParallel));
-  bool done = false;
-#pragma omp parallel num_threads(nt)
-  {
-    int64_t s = i0;
-    while (s < n && !done) {
-      const int64_t k0 = kept.n;
-      const int64_t bs = std::min<int64_t>(static_cast<int64_t>(alive.size()),
-                                           std::max<int64_t>(64 * nt, (int64_t(1) << 21) / k0));
-      const int64_t e = std::min(n, s + bs);
-#pragma omp for schedule(static)
-      for (int64_t i = s; i < e; ++i) {
+  int64_t s = i0;
+  while (s < n && cnt < max_out) {
+    const int64_t k0 = kept.n;
+    const int64_t bs = std::min<int64_t>(static_cast<int64_t>(alive.size()),
+                                         std::max<int64_t>(64 * nt, (int64_t(1) << 21) / k0));
+    const int64_t e = std::min(n, s + bs);
+    parallel_for(e - s, chunk_for(e - s, nt), nt, [&](int64_t lo, int64_t hi, int) {
+      for (int64_t i = s + lo; i < s + hi; ++i) {
         const int64_t b = cand[i];
         alive[i - s] = !(bx.area[b] > T(0) && suppressed(kept, 0, k0, bx, b, off, thr));
       }
-#pragma omp single
-      {
-        for (int64_t i = s; i < e; ++i) {
-          if (!alive[i - s]) continue;
-          const int64_t b = cand[i];
-          const bool solid = bx.area[b] > T(0);
-          if (solid && suppressed(kept, k0, kept.n, bx, b, off, thr)) continue;
-          out[cnt++] = b;
-          if (solid) kept.push(bx, b);
-          if (cnt >= max_out) {
-            done = true;
-            break;
-          }
-        }
-      }
-      s = e;
+    });
+    for (int64_t i = s; i < e && cnt < max_out; ++i) {
+      if (!alive[i - s]) continue;
+      const int64_t b = cand[i];
+      const bool solid = bx.area[b] > T(0);
+      if (solid && suppressed(kept, k0, kept.n, bx, b, off, thr)) continue;
+      out[cnt++] = b;
+      if (solid) kept.push(bx, b);
     }
+    s = e;
   }
   return cnt;
 }
@@ -345,21 +337,16 @@ void nms_onnx(const T* boxes, int64_t B, int64_t N, int64_t sb0, int64_t sb1, in
     return;
   }
   const int nt = threads_for(P * N * 16, nthreads);
-  OmpErrors errs;  // each thread's sort and sweep scratch is allocated inside the region
-#pragma omp parallel num_threads(nt)
-  {
-    Scratch<T> w;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t p = 0; p < P; ++p) {
-      errs.run([&] {
-        const int64_t bi = p / C, c = p % C;
-        int64_t m = sorted_candidates(scores + bi * ss0 + c * ss1, N, ss2, has_sthr, sthr, w);
-        counts[p] = greedy(box_set(buf, bi, N), w.idx.data(), m, max_out, iou_thr, off,
-                           w.kept, sel + p * cap);
-      });
+  std::vector<Scratch<T>> scratch(static_cast<size_t>(nt));  // sort and sweep, per thread
+  parallel_for(P, 1, nt, [&](int64_t p_lo, int64_t p_hi, int slot) {
+    Scratch<T>& w = scratch[slot];
+    for (int64_t p = p_lo; p < p_hi; ++p) {
+      const int64_t bi = p / C, c = p % C;
+      int64_t m = sorted_candidates(scores + bi * ss0 + c * ss1, N, ss2, has_sthr, sthr, w);
+      counts[p] = greedy(box_set(buf, bi, N), w.idx.data(), m, max_out, iou_thr, off, w.kept,
+                         sel + p * cap);
     }
-  }
-  errs.rethrow();
+  });
 }
 
 // torchvision batched_nms: boxes (N, 4) [x1,y1,x2,y2], scores (N,), classes (N,) int64.
@@ -404,20 +391,14 @@ int64_t nms_batched(const T* boxes, int64_t N, int64_t sb1, int64_t sb2, const T
     }
   } else {
     const int nt = threads_for(m * 16, nthreads);
-    OmpErrors errs;  // the kept-box arrays grow inside the region
-#pragma omp parallel num_threads(nt)
-    {
-      Kept<T> kept;
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t g = 0; g < G; ++g) {
-        errs.run([&] {
-          int64_t cnt = greedy(bx, order.data() + seg[g], seg[g + 1] - seg[g], unlimited,
-                               iou_thr, T(0), kept, out.data() + seg[g]);
-          flag(g, cnt);
-        });
+    std::vector<Kept<T>> kept(static_cast<size_t>(nt));  // per thread, grown while it runs
+    parallel_for(G, 1, nt, [&](int64_t g_lo, int64_t g_hi, int slot) {
+      for (int64_t g = g_lo; g < g_hi; ++g) {
+        int64_t cnt = greedy(bx, order.data() + seg[g], seg[g + 1] - seg[g], unlimited,
+                             iou_thr, T(0), kept[slot], out.data() + seg[g]);
+        flag(g, cnt);
       }
-    }
-    errs.rethrow();
+    });
   }
   int64_t n = 0;
   for (int64_t i = 0; i < m; ++i)

@@ -28,10 +28,7 @@
 #include <vector>
 
 #include "common.hpp"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "parallel.hpp"
 
 
 namespace fastops {
@@ -109,47 +106,42 @@ void instance_norm(const T* x, int64_t N, int64_t C, int64_t L, int64_t sN, int6
   if (P >= nt) {
     // fused: statistics then output while the plane is in cache; scratch per thread
     std::vector<NormSums> scratch(static_cast<size_t>(size_mul(nt, nchunks)));
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t p = 0; p < P; ++p) {
-#ifdef _OPENMP
-      NormSums* part = scratch.data() + omp_get_thread_num() * nchunks;
-#else
-      NormSums* part = scratch.data();
-#endif
-      const T* xp = plane(p);
-      const double x0 = static_cast<double>(xp[0]);
-      for (int64_t c = 0; c < nchunks; ++c)
-        part[c] = norm_chunk(xp + c * kNormChunk, std::min(kNormChunk, L - c * kNormChunk), x0);
-      const int64_t ch = p % C;
-      const NormCoef<T> k = norm_coef<T>(part, nchunks, L, x0, scale[ch], bias[ch], eps);
-      norm_apply(xp, y + p * L, L, k);
-    }
+    parallel_for(P, chunk_for(P, nt), nt, [&](int64_t p0, int64_t p1, int slot) {
+      NormSums* part = scratch.data() + slot * nchunks;
+      for (int64_t p = p0; p < p1; ++p) {
+        const T* xp = plane(p);
+        const double x0 = static_cast<double>(xp[0]);
+        for (int64_t c = 0; c < nchunks; ++c)
+          part[c] = norm_chunk(xp + c * kNormChunk, std::min(kNormChunk, L - c * kNormChunk), x0);
+        const int64_t ch = p % C;
+        const NormCoef<T> k = norm_coef<T>(part, nchunks, L, x0, scale[ch], bias[ch], eps);
+        norm_apply(xp, y + p * L, L, k);
+      }
+    });
     return;
   }
   // few planes: (plane, chunk) items for the statistics, then for the output
   std::vector<NormSums> part(static_cast<size_t>(size_mul(P, nchunks)));
   std::vector<NormCoef<T>> coef(static_cast<size_t>(P));
   const int64_t items = P * nchunks;
-#pragma omp parallel num_threads(nt)
-  {
-#pragma omp for schedule(static)
-    for (int64_t it = 0; it < items; ++it) {
+  parallel_for(items, 1, nt, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t it = i0; it < i1; ++it) {
       const int64_t p = it / nchunks, c = it % nchunks;
       const T* xp = plane(p);
       part[it] = norm_chunk(xp + c * kNormChunk, std::min(kNormChunk, L - c * kNormChunk),
                             static_cast<double>(xp[0]));
     }
-#pragma omp for schedule(static)
-    for (int64_t p = 0; p < P; ++p)
-      coef[p] = norm_coef<T>(part.data() + p * nchunks, nchunks, L,
-                             static_cast<double>(plane(p)[0]), scale[p % C], bias[p % C], eps);
-#pragma omp for schedule(static)
-    for (int64_t it = 0; it < items; ++it) {
+  });
+  for (int64_t p = 0; p < P; ++p)  // P < nt: a handful
+    coef[p] = norm_coef<T>(part.data() + p * nchunks, nchunks, L,
+                           static_cast<double>(plane(p)[0]), scale[p % C], bias[p % C], eps);
+  parallel_for(items, 1, nt, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t it = i0; it < i1; ++it) {
       const int64_t p = it / nchunks, c = it % nchunks;
       norm_apply(plane(p) + c * kNormChunk, y + p * L + c * kNormChunk,
                  std::min(kNormChunk, L - c * kNormChunk), coef[p]);
     }
-  }
+  });
 }
 
 }  // namespace fastops

@@ -50,9 +50,7 @@
 #include <limits>
 #include <type_traits>
 #include <vector>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "parallel.hpp"
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -257,9 +255,9 @@ void resize_axis_table(const rsk::AxisParams& p, int64_t K, int64_t* first, int6
                        W* weights, uint8_t* extrap, int nthreads) {
   const int64_t n_raw = std::max<int64_t>(p.n_raw, 1);
   const int nt = threads_for(rsk::work(double(p.n_out) * double(n_raw) * 16), nthreads);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t o = 0; o < p.n_out; ++o)
-    rsk::table_row<W>(p, o, K, first, count, weights, extrap);
+  parallel_for(p.n_out, chunk_for(p.n_out, nt), nt, [&](int64_t o_lo, int64_t o_hi, int) {
+    for (int64_t o = o_lo; o < o_hi; ++o) rsk::table_row<W>(p, o, K, first, count, weights, extrap);
+  });
 }
 
 namespace rsk {
@@ -926,18 +924,19 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
 
   if (h_id && w_id) {  // a copy (the public layer normally skips identity axes)
     const int nt = threads_for(rows_out * Lout, nthreads);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t r = 0; r < rows_out; ++r) {
-      const int64_t m = r % M, yo = (r / M) % Ho, b = r / (M * Ho);
-      const T* src = x.row(b, yo, m);
-      T* d = out_row(b, yo, m);
-      if (flat) {
-        std::memcpy(d, src, static_cast<size_t>(Lout) * sizeof(T));
-      } else {
-        for (int64_t xi = 0; xi < Wd; ++xi)
-          for (int64_t c = 0; c < C; ++c) d[xi * C + c] = src[xi * x.sW + c * x.sC];
+    parallel_for(rows_out, chunk_for(rows_out, nt), nt, [&](int64_t r_lo, int64_t r_hi, int) {
+      for (int64_t r = r_lo; r < r_hi; ++r) {
+        const int64_t m = r % M, yo = (r / M) % Ho, b = r / (M * Ho);
+        const T* src = x.row(b, yo, m);
+        T* d = out_row(b, yo, m);
+        if (flat) {
+          std::memcpy(d, src, static_cast<size_t>(Lout) * sizeof(T));
+        } else {
+          for (int64_t xi = 0; xi < Wd; ++xi)
+            for (int64_t c = 0; c < C; ++c) d[xi * C + c] = src[xi * x.sW + c * x.sC];
+        }
       }
-    }
+    });
     return;
   }
 
@@ -952,20 +951,12 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
     const size_t per = vsz + (need_h ? hsz : 0);
     std::vector<W> scratch(static_cast<size_t>(nt) * per, W(0));
     std::vector<const T*> rowp(static_cast<size_t>(nt) * static_cast<size_t>(th.K));
-    // dynamic chunks: a thread that loses its core to another process does not hold
-    // the others at the barrier (the 2-core machine runs other jobs)
     const int64_t chunk = std::max<int64_t>(1, rows_out / (16 * nt));
-#pragma omp parallel num_threads(nt)
-    {
-      int tid = 0;
-#ifdef _OPENMP
-      tid = omp_get_thread_num();
-#endif
+    parallel_for(rows_out, chunk, nt, [&](int64_t r_lo, int64_t r_hi, int tid) {
       W* vbuf = scratch.data() + static_cast<size_t>(tid) * per;
       W* hbuf = vbuf + vsz;
       const T** rp = rowp.data() + static_cast<size_t>(tid) * static_cast<size_t>(th.K);
-#pragma omp for schedule(dynamic, chunk)
-      for (int64_t r = 0; r < rows_out; ++r) {
+      for (int64_t r = r_lo; r < r_hi; ++r) {
         const int64_t m = r % M, yo = (r / M) % Ho, b = r / (M * Ho);
         const int64_t cnt = th.count[yo], f = th.first[yo];
         for (int64_t k = 0; k < cnt; ++k) rp[k] = x.row(b, f + k, m);
@@ -985,7 +976,7 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
           store_row<W, T>(hbuf, Lout, d, avx2);
         }
       }
-    }
+    });
     return;
   }
 
@@ -998,16 +989,10 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
     const size_t hsz = same ? 0 : static_cast<size_t>(Lout + kSlack);
     std::vector<W> scratch(static_cast<size_t>(nt) * (lsz + hsz), W(0));
     const int64_t chunk = std::max<int64_t>(1, rows_out / (16 * nt));
-#pragma omp parallel num_threads(nt)
-    {
-      int tid = 0;
-#ifdef _OPENMP
-      tid = omp_get_thread_num();
-#endif
+    parallel_for(rows_out, chunk, nt, [&](int64_t r_lo, int64_t r_hi, int tid) {
       W* lbuf = scratch.data() + static_cast<size_t>(tid) * (lsz + hsz);
       W* hbuf = lbuf + lsz;
-#pragma omp for schedule(dynamic, chunk)
-      for (int64_t r = 0; r < rows_out; ++r) {
+      for (int64_t r = r_lo; r < r_hi; ++r) {
         const int64_t m = r % M, yo = (r / M) % Ho, b = r / (M * Ho);
         const T* src = x.row(b, yo, m);
         T* d = out_row(b, yo, m);
@@ -1025,7 +1010,7 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
           store_row<W, T>(hbuf, Lout, d, avx2);
         }
       }
-    }
+    });
     return;
   }
 
@@ -1050,19 +1035,13 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
   std::vector<W> scratch(static_cast<size_t>(nt) * per, W(0));
   std::vector<int64_t> tags(static_cast<size_t>(nt) * static_cast<size_t>(R));
   std::vector<const W*> rowp(static_cast<size_t>(nt) * static_cast<size_t>(R));
-#pragma omp parallel num_threads(nt)
-  {
-    int tid = 0;
-#ifdef _OPENMP
-    tid = omp_get_thread_num();
-#endif
+  parallel_for(planes * stripes, 1, nt, [&](int64_t item_lo, int64_t item_hi, int tid) {
     W* ring = scratch.data() + static_cast<size_t>(tid) * per;
     W* lbuf = ring + rsz;
     W* obuf = lbuf + lsz;
     int64_t* tag = tags.data() + static_cast<size_t>(tid) * static_cast<size_t>(R);
     const W** rp = rowp.data() + static_cast<size_t>(tid) * static_cast<size_t>(R);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t item = 0; item < planes * stripes; ++item) {
+    for (int64_t item = item_lo; item < item_hi; ++item) {
       const int64_t plane = item / stripes, s = item % stripes;
       const int64_t b = plane / M, m = plane % M;
       const int64_t y0 = s * stripe, y1 = std::min(Ho, y0 + stripe);
@@ -1093,7 +1072,7 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
         if (!same) store_row<W, T>(obuf, Lout, d, avx2);
       }
     }
-  }
+  });
 }
 
 // Nearest: out[b, yo, m, xo, c] = x[b, fh[yo], m, fw[xo], c] (pure gather, any element
@@ -1181,14 +1160,12 @@ void nearest2d(const rsk::View5<T>& x, const int64_t* fh, int64_t Ho, const int6
   }
   const int nt = threads_for(rows * Lout, nthreads);
   const int64_t chunk = std::max<int64_t>(1, rows / (16 * nt));
-#pragma omp parallel num_threads(nt)
-  {
+  parallel_for(rows, chunk, nt, [&](int64_t r_lo, int64_t r_hi, int) {
     // the previous row of this thread (any chunk): the same source row means the same
     // output row, already complete
     const T* prev_src = nullptr;
     const T* prev_out = nullptr;
-#pragma omp for schedule(dynamic, chunk)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_lo; r < r_hi; ++r) {
       const int64_t m = r % M, yo = (r / M) % Ho, b = r / (M * Ho);
       const T* src = x.row(b, fh[yo], m);
       T* d = out + r * Lout;
@@ -1206,15 +1183,16 @@ void nearest2d(const rsk::View5<T>& x, const int64_t* fh, int64_t Ho, const int6
       prev_src = src;
       prev_out = d;
     }
-  }
+  });
 }
 
 // dst[i] = round_saturate(src[i]) (the last pass of a chain of more than two axes).
 template <typename W, typename T>
 void resize_round_cast(const W* src, int64_t n, T* dst, int nthreads) {
   const int nt = threads_for(n, nthreads);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t i = 0; i < n; ++i) dst[i] = round_saturate<T, W>(src[i]);
+  parallel_for(n, chunk_for(n, nt), nt, [&](int64_t i_lo, int64_t i_hi, int) {
+    for (int64_t i = i_lo; i < i_hi; ++i) dst[i] = round_saturate<T, W>(src[i]);
+  });
 }
 
 // out (B, m, C) contiguous: out[b, o, :] = value where mask[o] == code.
@@ -1222,11 +1200,12 @@ template <typename T>
 void resize_fill(T* out, int64_t B, int64_t m, int64_t C, const uint8_t* mask, int code,
                  T value, int nthreads) {
   const int nt = threads_for(B * m * C, nthreads);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t o = 0; o < m; ++o)
-      if (mask[o] == code)
-        for (int64_t c = 0; c < C; ++c) out[(b * m + o) * C + c] = value;
+  parallel_for(B, chunk_for(B, nt), nt, [&](int64_t b_lo, int64_t b_hi, int) {
+    for (int64_t b = b_lo; b < b_hi; ++b)
+      for (int64_t o = 0; o < m; ++o)
+        if (mask[o] == code)
+          for (int64_t c = 0; c < C; ++c) out[(b * m + o) * C + c] = value;
+  });
 }
 
 // ------------------------------------------------------------------ flat entry points

@@ -41,9 +41,7 @@
 #include "common.hpp"
 #include "interp.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "parallel.hpp"
 
 namespace fastops {
 
@@ -237,27 +235,29 @@ struct RoiTables {
     first.resize(static_cast<size_t>(K * P));
     beg.resize(static_cast<size_t>(K * (P + 1)));
     base.assign(static_cast<size_t>(K + 1), 0);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t r = 0; r < K; ++r) {
-      int64_t* b = beg.data() + r * (P + 1);
-      b[0] = 0;
-      for (int64_t p = 0; p < P; ++p) {
-        int64_t len;
-        roi_inside_run(start(r), bin(r), grid(r), p, n, first[r * P + p], len);
-        b[p + 1] = b[p] + len;  // <= P * grid <= P * 2^31: no overflow
+    parallel_for(K, chunk_for(K, nt), nt, [&](int64_t r_lo, int64_t r_hi, int) {
+      for (int64_t r = r_lo; r < r_hi; ++r) {
+        int64_t* b = beg.data() + r * (P + 1);
+        b[0] = 0;
+        for (int64_t p = 0; p < P; ++p) {
+          int64_t len;
+          roi_inside_run(start(r), bin(r), grid(r), p, n, first[r * P + p], len);
+          b[p + 1] = b[p] + len;  // <= P * grid <= P * 2^31: no overflow
+        }
       }
-    }
+    });
     for (int64_t r = 0; r < K; ++r) base[r + 1] = size_add(base[r], beg[r * (P + 1) + P]);
     tab.resize(static_cast<size_t>(base[K]));
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t r = 0; r < K; ++r) {
-      AxisLerp<T>* t = tab.data() + base[r];
-      for (int64_t p = 0; p < P; ++p) {
-        const int64_t f = first[r * P + p], len = beg[r * (P + 1) + p + 1] - beg[r * (P + 1) + p];
-        for (int64_t i = f; i < f + len; ++i)
-          *t++ = axis_lerp_roi_offsets(roi_sample(start(r), bin(r), grid(r), p, i), n, stride);
+    parallel_for(K, chunk_for(K, nt), nt, [&](int64_t r_lo, int64_t r_hi, int) {
+      for (int64_t r = r_lo; r < r_hi; ++r) {
+        AxisLerp<T>* t = tab.data() + base[r];
+        for (int64_t p = 0; p < P; ++p) {
+          const int64_t f = first[r * P + p], len = beg[r * (P + 1) + p + 1] - beg[r * (P + 1) + p];
+          for (int64_t i = f; i < f + len; ++i)
+            *t++ = axis_lerp_roi_offsets(roi_sample(start(r), bin(r), grid(r), p, i), n, stride);
+        }
       }
-    }
+    });
   }
   RoiAxis<T> axis(int64_t r, int64_t P, int64_t grid) const {
     return RoiAxis<T>{tab.data() + base[r], beg.data() + r * (P + 1), grid};
@@ -315,17 +315,10 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
   const int64_t cblocks = (C + kRoiCB - 1) / kRoiCB;
   std::vector<T> acc_all(static_cast<size_t>(size_mul(nt, kRoiCB * PW)));
   std::vector<unsigned char> started_all(static_cast<size_t>(size_mul(nt, PW)));
-#pragma omp parallel num_threads(nt)
-  {
-#ifdef _OPENMP
-    const int tid = omp_get_thread_num();
-#else
-    const int tid = 0;
-#endif
+  parallel_for(nchunks * cblocks, 1, nt, [&](int64_t item_lo, int64_t item_hi, int tid) {
     T* acc = acc_all.data() + tid * kRoiCB * PW;
     unsigned char* started = started_all.data() + tid * PW;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t item = 0; item < nchunks * cblocks; ++item) {
+    for (int64_t item = item_lo; item < item_hi; ++item) {
       const int64_t ch = item / cblocks, c0 = (item % cblocks) * kRoiCB;
       const int64_t nc = std::min<int64_t>(kRoiCB, C - c0);
       for (int64_t i = cbeg[ch]; i < cbeg[ch + 1]; ++i) {
@@ -344,7 +337,7 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
         }
       }
     }
-  }
+  });
 }
 
 // H, W >= 1 and batch indices in [0, N) (checked by the public layer).

@@ -24,12 +24,11 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "common.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "parallel.hpp"
 
 namespace fastops {
 
@@ -106,6 +105,7 @@ inline int64_t col_block() { return 256; }
 
 constexpr int64_t kNoBad = std::numeric_limits<int64_t>::max();
 
+
 // First position of idx[b:e] out of [-n, n), else kNoBad.  A branch-free OR over a block
 // first (vectorizes), the exact position only for a block that has a bad one.
 template <typename I>
@@ -126,24 +126,31 @@ inline int64_t first_bad_in(const I* idx, int64_t b, int64_t e, int64_t n) {
   return kNoBad;
 }
 
-// Parallel copy of `size` elements (first touch of a fresh output in parallel too).
-// Called inside a parallel region, no barrier (the caller's next barrier orders it
-// before any update).  One memcpy per thread over a contiguous range (2 ranges of 8 or
-// 32 MB on the workloads), so glibc can use its large-copy (non-temporal) path:
-// 64 KiB pieces measured slower (a 64 MB fresh-output copy: see scatter_nd below).
+// Part t of nt of a parallel copy of `size` elements (first touch of a fresh output in
+// parallel too): one memcpy per part over a contiguous page-aligned range (2 ranges of 8
+// or 32 MB on the workloads), so glibc can use its large-copy (non-temporal)
+// path: 64 KiB pieces measured slower (a 64 MB fresh-output copy: see scatter_nd below).
 template <typename T>
-inline void copy_shared(const T* src, T* dst, int64_t size) {
-#ifdef _OPENMP
-  const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-  const int64_t nt = 1, t = 0;
-#endif
-  const int64_t align = 4096 / static_cast<int64_t>(sizeof(T));  // page-aligned splits
+inline void copy_part(const T* src, T* dst, int64_t size, int64_t t, int64_t nt) {
+  const int64_t align = 4096 / static_cast<int64_t>(sizeof(T));
   int64_t len = (size + nt - 1) / nt;
   len = (len + align - 1) / align * align;
   const int64_t b = std::min(size, t * len), e = std::min(size, b + len);
   if (e > b) std::memcpy(dst + b, src + b, sizeof(T) * (e - b));
 }
+
+// The first bad index position of a check split in parts: each part keeps its own
+// (positions increase within a part), the minimum is taken after the join.
+class FirstBad {
+ public:
+  explicit FirstBad(int64_t parts) : v_(static_cast<size_t>(parts), kNoBad) {}
+  void note(int64_t part, int64_t pos) { v_[part] = std::min(v_[part], pos); }
+  bool seen(int64_t part) const { return v_[part] != kNoBad; }
+  int64_t first() const { return *std::min_element(v_.begin(), v_.end()); }
+
+ private:
+  std::vector<int64_t> v_;
+};
 
 // ------------------------------------------------------------------ ScatterElements
 // Duplicates can only meet inside one (o, i) column of the indices (the target keeps o
@@ -154,11 +161,12 @@ template <typename T, typename I, int Red>
 void scatter_elements_apply(T* out, const I* idx, const T* upd, int64_t O, int64_t m,
                             int64_t In, const int64_t* outer_off, const int64_t* inner_off,
                             int64_t s_outer, int64_t s_inner, int64_t s_axis,
-                            int64_t n_axis) {
+                            int64_t n_axis, int nt) {
   const int64_t bi = col_block();
   const int64_t nblk = (In + bi - 1) / bi;
-#pragma omp for schedule(static)
-  for (int64_t task = 0; task < O * nblk; ++task) {
+  const int64_t tasks = O * nblk;
+  parallel_for(tasks, chunk_for(tasks, nt), nt, [&](int64_t t0, int64_t t1, int) {
+  for (int64_t task = t0; task < t1; ++task) {
     const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
     T* base = out + (outer_off ? outer_off[o] : o * s_outer);
     const I* ir = idx + o * m * In;
@@ -183,6 +191,7 @@ void scatter_elements_apply(T* out, const I* idx, const T* upd, int64_t O, int64
       }
     }
   }
+  });
 }
 
 template <typename T, typename I>
@@ -192,32 +201,26 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
                          int64_t s_axis, int64_t n_axis, int reduction, int nthreads) {
   const int64_t count = O * m * In;
   const int nt = threads_for(count + out_size, nthreads);
-  int64_t bad = kNoBad;
   const int64_t chunk = 1 << 14;
   const int64_t nchunks = (count + chunk - 1) / chunk;
-#pragma omp parallel num_threads(nt)
-  {
-    int64_t mine = kNoBad;
-#pragma omp for schedule(static) nowait
-    for (int64_t c = 0; c < nchunks; ++c) {
-      if (mine != kNoBad) continue;  // chunks come in order: a later one cannot be first
-      mine = first_bad_in(idx, c * chunk, std::min(count, (c + 1) * chunk), n_axis);
+  // part t checks its range of chunks and copies its range of the new output (one join
+  // less than two loops); no update is applied unless every index is good
+  FirstBad bad(nt);
+  parallel_for(nt, 1, nt, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t per = (nchunks + nt - 1) / nt;
+      for (int64_t c = t * per; c < std::min(nchunks, (t + 1) * per) && !bad.seen(t); ++c)
+        bad.note(t, first_bad_in(idx, c * chunk, std::min(count, (c + 1) * chunk), n_axis));
+      if (data) copy_part(data, out, out_size, t, nt);
     }
-    // the copy into the new output runs alongside the check (one barrier less, which
-    // matters on a busy machine); no update is applied unless every index is good
-    if (data) copy_shared(data, out, out_size);
-#pragma omp critical
-    bad = std::min(bad, mine);
-#pragma omp barrier
-    if (bad == kNoBad) {  // the same value in every thread: all or none take the loops
-      with_reduction(reduction, [&](auto red) {
-        scatter_elements_apply<T, I, decltype(red)::value>(out, idx, upd, O, m, In, outer_off,
-                                                           inner_off, s_outer, s_inner, s_axis,
-                                                           n_axis);
-      });
-    }
-  }
-  return bad == kNoBad ? -1 : bad;
+  });
+  if (bad.first() != kNoBad) return bad.first();
+  with_reduction(reduction, [&](auto red) {
+    scatter_elements_apply<T, I, decltype(red)::value>(out, idx, upd, O, m, In, outer_off,
+                                                       inner_off, s_outer, s_inner, s_axis,
+                                                       n_axis, nt);
+  });
+  return -1;
 }
 
 // ------------------------------------------------------------------- GatherElements
@@ -236,50 +239,44 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
   const int64_t bi = col_block();
   const int64_t nblk = (In + bi - 1) / bi;
   const int64_t chunk = 1 << 14, nchunks = (count + chunk - 1) / chunk;
-  int64_t bad = kNoBad;
-#pragma omp parallel num_threads(nt)
-  {
-    int64_t mine = kNoBad;
-#pragma omp for schedule(static) nowait
-    for (int64_t c = 0; c < nchunks; ++c) {
-      if (mine != kNoBad) continue;  // chunks come in order: a later one cannot be first
-      mine = first_bad_in(idx, c * chunk, std::min(count, (c + 1) * chunk), n_axis);
-    }
-#pragma omp critical
-    bad = std::min(bad, mine);
-#pragma omp barrier
-    if (bad == kNoBad) {  // the same value in every thread
-      if (!inner_off) {
-        // Tasks are (o, block of columns), j inside: the data a task reads is one column
-        // stripe, which stays in L2 while the random rows reuse it.
-#pragma omp for schedule(static) nowait
-        for (int64_t task = 0; task < O * nblk; ++task) {
-          const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
-          const T* base = data + (outer_off ? outer_off[o] : o * s_outer);
-          for (int64_t j = 0; j < m; ++j) {
-            const I* ir = idx + (o * m + j) * In;
-            T* orow = out + (o * m + j) * In;
-            for (int64_t i = i0; i < i1; ++i) {
-              const int64_t v = norm_index(ir[i], n_axis);
-              orow[i] = v >= 0 ? base[v * s_axis + i * s_inner] : T(0);
-            }
-          }
-        }
-      } else {
-#pragma omp for schedule(static) nowait
-        for (int64_t r = 0; r < rows; ++r) {
-          const T* base = data + (outer_off ? outer_off[r / m] : (r / m) * s_outer);
-          const I* ir = idx + r * In;
-          T* orow = out + r * In;
-          for (int64_t i = 0; i < In; ++i) {
+  FirstBad bad(nchunks);
+  parallel_for(nchunks, chunk_for(nchunks, nt), nt, [&](int64_t c0, int64_t c1, int) {
+    for (int64_t c = c0; c < c1; ++c)
+      bad.note(c, first_bad_in(idx, c * chunk, std::min(count, (c + 1) * chunk), n_axis));
+  });
+  if (bad.first() != kNoBad) return bad.first();
+  if (!inner_off) {
+    // Tasks are (o, block of columns), j inside: the data a task reads is one column
+    // stripe, which stays in L2 while the random rows reuse it.
+    const int64_t tasks = O * nblk;
+    parallel_for(tasks, chunk_for(tasks, nt), nt, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t task = t0; task < t1; ++task) {
+        const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
+        const T* base = data + (outer_off ? outer_off[o] : o * s_outer);
+        for (int64_t j = 0; j < m; ++j) {
+          const I* ir = idx + (o * m + j) * In;
+          T* orow = out + (o * m + j) * In;
+          for (int64_t i = i0; i < i1; ++i) {
             const int64_t v = norm_index(ir[i], n_axis);
-            orow[i] = v >= 0 ? base[v * s_axis + inner_off[i]] : T(0);
+            orow[i] = v >= 0 ? base[v * s_axis + i * s_inner] : T(0);
           }
         }
       }
-    }
+    });
+  } else {
+    parallel_for(rows, chunk_for(rows, nt), nt, [&](int64_t r0, int64_t r1, int) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* base = data + (outer_off ? outer_off[r / m] : (r / m) * s_outer);
+        const I* ir = idx + r * In;
+        T* orow = out + r * In;
+        for (int64_t i = 0; i < In; ++i) {
+          const int64_t v = norm_index(ir[i], n_axis);
+          orow[i] = v >= 0 ? base[v * s_axis + inner_off[i]] : T(0);
+        }
+      }
+    });
   }
-  return bad == kNoBad ? -1 : bad;
+  return -1;
 }
 
 // ------------------------------------------------------------------------ ND helpers
@@ -317,13 +314,10 @@ inline void apply_row(T* o, const T* u, int64_t len) {
   }
 }
 
+// Part t of nt (the parts own disjoint outputs; any thread may run any part).
 template <typename T, int Red>
-void scatter_nd_apply(T* out, const T* upd, const int64_t* rows, int64_t N, int64_t S) {
-#ifdef _OPENMP
-  const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-  const int nt = 1, t = 0;
-#endif
+void scatter_nd_apply(T* out, const T* upd, const int64_t* rows, int64_t N, int64_t S,
+                      int64_t t, int64_t nt) {
   if (S == 0) return;
   // Long rows (S >= 4096 elements): split the columns, which balances perfectly and
   // keeps per-thread ranges long (>= 8 KiB of float32 on 2 threads).  Not tuned by
@@ -349,28 +343,28 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
                    const int64_t* dims, const T* upd, int64_t S, int64_t* rows, int reduction,
                    int nthreads) {
   const int nt = threads_for(out_size + N * (S + k), nthreads);
-  int64_t bad = kNoBad;
-#pragma omp parallel num_threads(nt)
-  {
-    int64_t mine = kNoBad;
-#pragma omp for schedule(static) nowait
-    for (int64_t n = 0; n < N; ++n) {
-      int64_t d = 0;
-      const int64_t r = nd_row(idx + n * k, k, dims, &d);
-      if (r < 0 && mine == kNoBad) mine = n * k + d;  // n increases within a thread
-      rows[n] = r;
+  // part t: its range of index tuples into rows, and its range of the copy
+  FirstBad bad(nt);
+  parallel_for(nt, 1, nt, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t per = (N + nt - 1) / nt;
+      for (int64_t n = t * per; n < std::min(N, (t + 1) * per); ++n) {
+        int64_t d = 0;
+        const int64_t r = nd_row(idx + n * k, k, dims, &d);
+        if (r < 0) bad.note(t, n * k + d);
+        rows[n] = r;
+      }
+      if (data) copy_part(data, out, out_size, t, nt);
     }
-    if (data) copy_shared(data, out, out_size);  // alongside the check
-#pragma omp critical
-    bad = std::min(bad, mine);
-#pragma omp barrier
-    if (bad == kNoBad) {
-      with_reduction(reduction, [&](auto red) {
-        scatter_nd_apply<T, decltype(red)::value>(out, upd, rows, N, S);
-      });
-    }
-  }
-  return bad == kNoBad ? -1 : bad;
+  });
+  if (bad.first() != kNoBad) return bad.first();
+  with_reduction(reduction, [&](auto red) {
+    parallel_for(nt, 1, nt, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t)
+        scatter_nd_apply<T, decltype(red)::value>(out, upd, rows, N, S, t, nt);
+    });
+  });
+  return -1;
 }
 
 // -------------------------------------------------------------------------- GatherND
@@ -379,16 +373,14 @@ template <typename T, typename I>
 int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* dims,
                   int64_t per_batch, int64_t batch_rows, int64_t S, T* out, int nthreads) {
   const int nt = threads_for(N * (S + k), nthreads);
-  int64_t bad = kNoBad;
-#pragma omp parallel num_threads(nt)
-  {
-    int64_t mine = kNoBad;
-#pragma omp for schedule(static) nowait
-    for (int64_t n = 0; n < N; ++n) {
+  const int64_t grain = chunk_for(N, nt), parts = (N + grain - 1) / grain;
+  FirstBad bad(std::max<int64_t>(parts, 1));
+  parallel_for(N, grain, nt, [&](int64_t n0, int64_t n1, int) {
+    for (int64_t n = n0; n < n1; ++n) {
       int64_t d = 0;
       const int64_t r = nd_row(idx + n * k, k, dims, &d);
       if (r < 0) {
-        if (mine == kNoBad) mine = n * k + d;
+        bad.note(n0 / grain, n * k + d);
         continue;
       }
       if (S == 0) continue;  // empty rows: data may be NULL (memcpy needs a pointer)
@@ -398,10 +390,8 @@ int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* 
       else
         std::memcpy(out + n * S, src, sizeof(T) * S);
     }
-#pragma omp critical
-    bad = std::min(bad, mine);
-  }
-  return bad == kNoBad ? -1 : bad;
+  });
+  return bad.first() == kNoBad ? -1 : bad.first();
 }
 
 }  // namespace fastops

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "parallel.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -184,24 +185,18 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
       const int64_t len = (n + chunks - 1) / chunks;
       std::vector<Entry<T>> cand(static_cast<size_t>(chunks) * k);
       std::vector<int64_t> got(chunks, 0);
-      OmpErrors errs;  // the partition scratch is allocated inside the region
-#pragma omp parallel num_threads(chunks)
-      {
-        std::vector<Entry<T>> scratch;
-#pragma omp for schedule(static)
-        for (int c = 0; c < chunks; ++c) {
-          errs.run([&] {
-            int64_t b = c * len, e = std::min(n, b + len);
-            int64_t m = e - b, kk = std::min(k, m);
-            if (m > 0) {
-              StridedRow<T> get{row + b * s_n, s_n, b};
-              select_k<T, Largest>(get, m, kk, false, cand.data() + c * k, scratch);
-            }
-            got[c] = m > 0 ? kk : 0;
-          });
+      std::vector<std::vector<Entry<T>>> scratches(static_cast<size_t>(chunks));
+      parallel_for(chunks, 1, chunks, [&](int64_t c0, int64_t c1, int slot) {
+        for (int64_t c = c0; c < c1; ++c) {
+          int64_t b = c * len, e = std::min(n, b + len);
+          int64_t m = e - b, kk = std::min(k, m);
+          if (m > 0) {
+            StridedRow<T> get{row + b * s_n, s_n, b};
+            select_k<T, Largest>(get, m, kk, false, cand.data() + c * k, scratches[slot]);
+          }
+          got[c] = m > 0 ? kk : 0;
         }
-      }
-      errs.rethrow();
+      });
       int64_t total = 0;
       for (int c = 0; c < chunks; ++c) {  // compact candidates in chunk order
         std::memmove(cand.data() + total, cand.data() + c * k, sizeof(Entry<T>) * got[c]);
@@ -214,21 +209,18 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
     return;
   }
   const int nt = threads_for(work_product(rows, n), nthreads);
-  OmpErrors errs;  // per-thread heaps and partition scratch are allocated inside the region
-#pragma omp parallel num_threads(nt)
-  {
-    std::vector<Entry<T>> best, scratch;
-    errs.run([&] { best.resize(k); });
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      errs.run([&] {
-        const T* row = x + (r / inner) * s_outer + (r % inner) * s_inner;
-        select_k<T, Largest>(StridedRow<T>{row, s_n, 0}, n, k, sorted, best.data(), scratch);
-        emit(r, best.data());
-      });
+  // per-thread heaps and partition scratch (allocated by the thread that uses them)
+  std::vector<std::vector<Entry<T>>> bests(static_cast<size_t>(nt)), scratches(bests.size());
+  parallel_for(rows, chunk_for(rows, nt), nt, [&](int64_t r0, int64_t r1, int slot) {
+    std::vector<Entry<T>>& best = bests[slot];
+    best.resize(static_cast<size_t>(k));
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* row = x + (r / inner) * s_outer + (r % inner) * s_inner;
+      select_k<T, Largest>(StridedRow<T>{row, s_n, 0}, n, k, sorted, best.data(),
+                           scratches[slot]);
+      emit(r, best.data());
     }
-  }
-  errs.rethrow();
+  });
 }
 
 template <typename T>
@@ -293,46 +285,47 @@ void cumext_scan(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_
     // value changes rarely on typical data, so a predicted branch breaks the serial
     // compare-and-select chain that a cmov would create.  (Interleaving 8 rows to
     // overlap the chains was 5x slower: rows 16 KB apart alias in L1.)
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t o = 0; o < outer; ++o) {
-      const T* xr = x + o * s_outer;
-      T* vr = Write ? values + o * n : nullptr;
-      int64_t* ir = Write ? indices + o * n : nullptr;
-      T cur = Carry ? cv[o] : xr[0];
-      int64_t ci = Carry ? ci_in[o] : offset;
-      auto step = [&](int64_t i) {
-        T v = xr[i * s_n];
-        if (__builtin_expect(cum_take<T, Max>(v, cur), 0)) {
-          cur = v;
-          ci = i + offset;
-        }
-        if (Write) {
-          vr[i] = cur;
-          ir[i] = ci;
-        }
-      };
-      int64_t i = 0;
-      if (s_n == 1) {
-        // Contiguous rows: blocks where nothing is taken are skipped (read-only pass)
-        // or filled with the running pair; the others take the element-wise steps.
-        // Same decisions as the steps alone, so the same bits.
-        for (; i + kCumBlock <= n; i += kCumBlock) {
-          if (cum_any_take<T, Max>(xr + i, cur)) {
-            for (int64_t b = i; b < i + kCumBlock; ++b) step(b);
-          } else if (Write) {
-            for (int64_t b = i; b < i + kCumBlock; ++b) {
-              vr[b] = cur;
-              ir[b] = ci;
+    parallel_for(outer, chunk_for(outer, nt), nt, [&](int64_t o0, int64_t o1, int) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const T* xr = x + o * s_outer;
+        T* vr = Write ? values + o * n : nullptr;
+        int64_t* ir = Write ? indices + o * n : nullptr;
+        T cur = Carry ? cv[o] : xr[0];
+        int64_t ci = Carry ? ci_in[o] : offset;
+        auto step = [&](int64_t i) {
+          T v = xr[i * s_n];
+          if (__builtin_expect(cum_take<T, Max>(v, cur), 0)) {
+            cur = v;
+            ci = i + offset;
+          }
+          if (Write) {
+            vr[i] = cur;
+            ir[i] = ci;
+          }
+        };
+        int64_t i = 0;
+        if (s_n == 1) {
+          // Contiguous rows: blocks where nothing is taken are skipped (read-only pass)
+          // or filled with the running pair; the others take the element-wise steps.
+          // Same decisions as the steps alone, so the same bits.
+          for (; i + kCumBlock <= n; i += kCumBlock) {
+            if (cum_any_take<T, Max>(xr + i, cur)) {
+              for (int64_t b = i; b < i + kCumBlock; ++b) step(b);
+            } else if (Write) {
+              for (int64_t b = i; b < i + kCumBlock; ++b) {
+                vr[b] = cur;
+                ir[b] = ci;
+              }
             }
           }
         }
+        for (; i < n; ++i) step(i);
+        if (last_v) {
+          last_v[o] = cur;
+          last_i[o] = ci;
+        }
       }
-      for (; i < n; ++i) step(i);
-      if (last_v) {
-        last_v[o] = cur;
-        last_i[o] = ci;
-      }
-    }
+    });
     return;
   }
   // Scan many columns at once: the previous output row (Write) or the lanes' running
@@ -340,9 +333,10 @@ void cumext_scan(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_
   // state, so the inner loop over a block of columns is a vectorizable compare-and-select.
   const int64_t block = 512;  // columns per task: 512*(4+8) bytes stay in L1/L2
   const int64_t nblocks = (inner + block - 1) / block;
-#pragma omp parallel for num_threads(nt) schedule(static) collapse(2)
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t b = 0; b < nblocks; ++b) {
+  const int64_t tasks = outer * nblocks;
+  parallel_for(tasks, chunk_for(tasks, nt), nt, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / nblocks, b = t % nblocks;
       const int64_t j0 = b * block, j1 = std::min(inner, j0 + block);
       const T* xo = x + o * s_outer;
       // running state of row i - 1 (sp, sq) and where row i goes (dp, dq)
@@ -393,7 +387,7 @@ void cumext_scan(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_
         }
       }
     }
-  }
+  });
 }
 
 template <typename T, bool Max>
@@ -467,12 +461,13 @@ template <typename U>
 int64_t nonzero_count(const U* x, int64_t size, U mask, int nchunks, int64_t* counts,
                       int nthreads) {
   const int64_t len = (size + nchunks - 1) / nchunks;
-#pragma omp parallel for num_threads(threads_for(size, nthreads)) schedule(static)
-  for (int c = 0; c < nchunks; ++c) {
-    int64_t b = c * len, e = std::min(size, b + len), cnt = 0;
-    for (int64_t i = b; i < e; ++i) cnt += (x[i] & mask) != 0;
-    counts[c] = cnt;
-  }
+  parallel_for(nchunks, 1, threads_for(size, nthreads), [&](int64_t c0, int64_t c1, int) {
+    for (int64_t c = c0; c < c1; ++c) {
+      int64_t b = c * len, e = std::min(size, b + len), cnt = 0;
+      for (int64_t i = b; i < e; ++i) cnt += (x[i] & mask) != 0;
+      counts[c] = cnt;
+    }
+  });
   int64_t total = 0;
   for (int c = 0; c < nchunks; ++c) {
     int64_t t = counts[c];
@@ -521,45 +516,46 @@ void nonzero_fill(const U* x, int64_t size, U mask, int ndim, const int64_t* sha
                   int nthreads) {
   const int64_t len = (size + nchunks - 1) / nchunks;
   const int64_t last = shape[ndim - 1];
-#pragma omp parallel for num_threads(threads_for(size, nthreads)) schedule(static)
-  for (int c = 0; c < nchunks; ++c) {
-    const int64_t b = c * len, e = std::min(size, b + len);
-    int64_t k = offsets[c];
-    const int64_t k_end = (c + 1 < nchunks) ? offsets[c + 1] : nnz;
-    if (k == k_end) continue;
-    int64_t coord[64];               // NumPy allows at most 64 dimensions
-    int64_t row_start = -1, row_end = -1;
-    auto emit = [&](int64_t pos) {
-      if (k == k_end) return;        // more nonzeros than counted: the input changed
-      if (pos >= row_end) {          // entered a new row: its leading coordinates
-        int64_t r = pos / last;
-        row_start = r * last;
-        row_end = row_start + last;
-        for (int d = ndim - 2; d >= 0; --d) {
-          coord[d] = r % shape[d];
-          r /= shape[d];
+  parallel_for(nchunks, 1, threads_for(size, nthreads), [&](int64_t c0, int64_t c1, int) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t b = c * len, e = std::min(size, b + len);
+      int64_t k = offsets[c];
+      const int64_t k_end = (c + 1 < nchunks) ? offsets[c + 1] : nnz;
+      if (k == k_end) continue;
+      int64_t coord[64];               // NumPy allows at most 64 dimensions
+      int64_t row_start = -1, row_end = -1;
+      auto emit = [&](int64_t pos) {
+        if (k == k_end) return;        // more nonzeros than counted: the input changed
+        if (pos >= row_end) {          // entered a new row: its leading coordinates
+          int64_t r = pos / last;
+          row_start = r * last;
+          row_end = row_start + last;
+          for (int d = ndim - 2; d >= 0; --d) {
+            coord[d] = r % shape[d];
+            r /= shape[d];
+          }
+        }
+        for (int d = 0; d < ndim - 1; ++d) out[d * nnz + k] = coord[d];
+        out[(ndim - 1) * nnz + k] = pos - row_start;
+        ++k;
+      };
+      // 64 words at a time: a bitmask of the nonzeros, then one emit per set bit.  At 10%
+      // density this writes a tenth of what a write-every-element loop did (nonzero
+      // 4096x4096 bool, one thread: 41 -> 21 ms; 2 threads: 19 -> 8.6 ms).
+      int64_t pos = b;
+      for (; pos + 64 <= e; pos += 64) {
+        uint64_t bits = nonzero_bits64(x + pos, mask);
+        while (bits) {
+          emit(pos + __builtin_ctzll(bits));
+          bits &= bits - 1;
         }
       }
-      for (int d = 0; d < ndim - 1; ++d) out[d * nnz + k] = coord[d];
-      out[(ndim - 1) * nnz + k] = pos - row_start;
-      ++k;
-    };
-    // 64 words at a time: a bitmask of the nonzeros, then one emit per set bit.  At 10%
-    // density this writes a tenth of what a write-every-element loop did (nonzero
-    // 4096x4096 bool, one thread: 41 -> 21 ms; 2 threads: 19 -> 8.6 ms).
-    int64_t pos = b;
-    for (; pos + 64 <= e; pos += 64) {
-      uint64_t bits = nonzero_bits64(x + pos, mask);
-      while (bits) {
-        emit(pos + __builtin_ctzll(bits));
-        bits &= bits - 1;
-      }
+      for (; pos < e; ++pos)
+        if ((x[pos] & mask) != 0) emit(pos);
+      for (; k < k_end; ++k)           // fewer nonzeros than counted: the input changed
+        for (int d = 0; d < ndim; ++d) out[d * nnz + k] = 0;
     }
-    for (; pos < e; ++pos)
-      if ((x[pos] & mask) != 0) emit(pos);
-    for (; k < k_end; ++k)           // fewer nonzeros than counted: the input changed
-      for (int d = 0; d < ndim; ++d) out[d * nnz + k] = 0;
-  }
+  });
 }
 
 }  // namespace fastops

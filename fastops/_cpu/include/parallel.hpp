@@ -1,0 +1,207 @@
+// parallel_for: the CPU kernels' thread pool, in which the calling thread works too and
+// never waits for a worker that has not started.
+//
+// Why not an OpenMP parallel region: its end is a barrier that waits for every team
+// member, including one the OS has not scheduled yet.  On a 2-core machine where another
+// runtime's idle threads still spin (torch's libgomp spins for milliseconds after each
+// call), the woken worker waits for a scheduler slice and a 0.5 ms call takes 4-8 ms
+// (docs/performance.md, "cold calls").  Here the caller and the workers take chunks from
+// one atomic counter and the call returns when every chunk is done: a worker that wakes
+// late finds nothing left, so a call is never slower than on one thread by more than
+// the chunk a descheduled worker holds.
+//
+// Waking a sleeping worker is slow on a VM: 1.5 ms median on the 2-core CI machine after
+// a 1-20 ms pause (the idle vCPU has to be scheduled again), so a worker that finishes
+// a job polls for the next one for kSpin (1 ms, yielding the core to any other runnable
+// thread as it polls) before it sleeps: back-to-back calls get their workers at once,
+// and the user's next step (cv2, ONNX Runtime, the model) gets the cores after at most
+// 1 ms of yielding polls (libgomp spins for several ms).
+//
+// One pool per process (GCC makes the function-local static a unique symbol across the
+// extension modules); a caller that finds it busy (another Python thread's kernel, say
+// dask's threads) runs its loop alone: the cores are taken already.  After fork() the
+// child builds a new pool (the parent's workers do not exist there).
+//
+// Results never depend on which thread ran which chunk: kernels write disjoint outputs
+// per item and add per-chunk partials in chunk order.
+#pragma once
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace fastops {
+namespace detail {
+
+struct Job {
+  void (*call)(void* body, int64_t begin, int64_t end, int slot);
+  void* body;
+  int64_t n, grain, nchunks;
+  int nt;
+  std::atomic<int64_t> next{0};  // next chunk to take
+  std::atomic<int64_t> done{0};  // chunks finished (release: their writes are published)
+  std::atomic<int> slots{1};     // slot 0 is the caller's
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;      // written once, by the thread that set `failed`
+
+  // Take and run chunks until none is left.  After a failure the remaining chunks are
+  // counted but skipped; the first exception is kept for the caller.
+  void work(int slot) noexcept {
+    for (;;) {
+      const int64_t c = next.fetch_add(1, std::memory_order_relaxed);
+      if (c >= nchunks) return;
+      if (!failed.load(std::memory_order_relaxed)) {
+        const int64_t b = c * grain;
+        try {
+          call(body, b, std::min(n, b + grain), slot);
+        } catch (...) {
+          bool expected = false;
+          if (failed.compare_exchange_strong(expected, true)) error = std::current_exception();
+        }
+      }
+      done.fetch_add(1, std::memory_order_release);
+    }
+  }
+};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+class Pool {
+ public:
+  static constexpr std::chrono::microseconds kSpin{1000};
+
+  static Pool& instance() {
+    static std::mutex m;
+    static Pool* pool = nullptr;
+    std::lock_guard<std::mutex> lock(m);
+    if (pool == nullptr || pool->pid_ != getpid()) pool = new Pool();  // never freed: workers
+    return *pool;                                                      // outlive every caller
+  }
+
+  // Runs `job` on the caller and up to job->nt - 1 workers; returns when it is done.
+  void run(const std::shared_ptr<Job>& job) {
+    if (busy_.exchange(true, std::memory_order_acquire)) {
+      job->work(0);  // another thread's job holds the pool: run this one alone
+      return;
+    }
+    bool wake;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      while (static_cast<int>(workers_.size()) < job->nt - 1) {
+        try {
+          workers_.emplace_back([this] { loop(); });
+        } catch (...) {  // no more threads to be had: run with those there are
+          break;
+        }
+        workers_.back().detach();
+      }
+      job_ = job;
+      generation_.fetch_add(1, std::memory_order_release);
+      wake = sleepers_ > 0;
+    }
+    if (wake) cv_.notify_all();
+    job->work(0);
+    // the chunks still running belong to workers that are running: a short wait
+    for (int spins = 0; job->done.load(std::memory_order_acquire) < job->nchunks; ++spins)
+      if (spins > 64) std::this_thread::yield();
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      job_.reset();
+    }
+    busy_.store(false, std::memory_order_release);
+  }
+
+ private:
+  Pool() : pid_(getpid()) {}
+
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      // poll for kSpin, then sleep until the generation changes
+      const auto until = std::chrono::steady_clock::now() + kSpin;
+      for (unsigned i = 1; generation_.load(std::memory_order_acquire) == seen; ++i) {
+        cpu_relax();
+        if (i % 64 == 0) {
+          std::this_thread::yield();
+          if (std::chrono::steady_clock::now() > until) break;
+        }
+      }
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock<std::mutex> lock(m_);
+        ++sleepers_;
+        cv_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+        --sleepers_;
+        seen = generation_.load(std::memory_order_relaxed);
+        job = job_;
+      }
+      if (!job) continue;  // woke after the job was done
+      const int slot = job->slots.fetch_add(1, std::memory_order_relaxed);
+      if (slot < job->nt) job->work(slot);
+    }
+  }
+
+  const pid_t pid_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::shared_ptr<Job> job_;                 // guarded by m_
+  std::atomic<uint64_t> generation_{0};      // written under m_; polled without it
+  int sleepers_ = 0;                         // workers in cv_.wait (guarded by m_)
+  std::vector<std::thread> workers_;
+  std::atomic<bool> busy_{false};
+};
+
+}  // namespace detail
+
+// Calls body(begin, end, slot) for chunks [begin, end) of [0, n), `grain` items each, on
+// up to `nt` threads (the caller included); `slot` in [0, nt) is unique among the threads
+// of one call (an index into per-thread scratch).  The first exception a chunk throws is
+// rethrown here after every other chunk has finished or been skipped.
+template <class F>
+void parallel_for(int64_t n, int64_t grain, int nt, F&& body) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t nchunks = (n - 1) / grain + 1;
+  if (nt > nchunks) nt = static_cast<int>(nchunks);
+  if (nt <= 1) {
+    body(int64_t(0), n, 0);
+    return;
+  }
+  using Body = std::remove_reference_t<F>;
+  auto job = std::make_shared<detail::Job>();
+  job->call = [](void* b, int64_t begin, int64_t end, int slot) {
+    (*static_cast<Body*>(b))(begin, end, slot);
+  };
+  job->body = const_cast<void*>(static_cast<const void*>(&body));
+  job->n = n;
+  job->grain = grain;
+  job->nchunks = nchunks;
+  job->nt = nt;
+  detail::Pool::instance().run(job);
+  if (job->failed.load(std::memory_order_acquire)) std::rethrow_exception(job->error);
+}
+
+// Chunk size that gives each of nt threads about `per_thread` chunks: enough for the
+// caller to take over a late worker's share, few enough that the shared counter is cheap.
+inline int64_t chunk_for(int64_t n, int nt, int64_t per_thread = 8) {
+  const int64_t parts = std::max<int64_t>(1, static_cast<int64_t>(nt) * per_thread);
+  return std::max<int64_t>(1, (n + parts - 1) / parts);
+}
+
+}  // namespace fastops

@@ -1,0 +1,120 @@
+"""The CPU kernels' thread pool (fastops/_cpu/include/parallel.hpp) from the outside:
+several Python threads calling kernels at once (one owns the pool, the others run alone),
+a forked child (the parent's workers do not exist there), and a medium workload of every
+family that parallelizes, whose results must equal the one-thread run bit for bit."""
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+
+import fastops
+import fastops.cv as fcv
+
+
+def _workloads():
+    """Medium inputs (each call well above the serial threshold), one per kernel family."""
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (360, 480, 3), dtype=np.uint8)
+    x4 = rng.standard_normal((2, 8, 96, 96)).astype(np.float32)
+    grid = rng.uniform(-1.1, 1.1, (2, 80, 80, 2)).astype(np.float32)
+    rois = np.concatenate([rng.integers(0, 2, (64, 1)),
+                           np.sort(rng.uniform(0, 95, (64, 4)), axis=1)[:, [0, 2, 1, 3]]],
+                          axis=1).astype(np.float32)
+    offset = rng.standard_normal((2, 18, 96, 96)).astype(np.float32)
+    weight = rng.standard_normal((8, 8, 3, 3)).astype(np.float32)
+    boxes = np.sort(rng.uniform(0, 500, (3000, 4)), axis=1)[:, [0, 2, 1, 3]].astype(np.float32)
+    scores = rng.uniform(size=3000).astype(np.float32)
+    table = rng.standard_normal((4096, 64)).astype(np.float32)
+    rows = rng.integers(-4096, 4096, (20000, 1))           # duplicates and negatives
+    cols = rng.integers(0, 4096, (512, 64))
+    return {
+        "resize": lambda: fastops.resize(x4, sizes=[2, 8, 150, 170], mode="linear"),
+        "cv.resize": lambda: fcv.resize(img, (300, 200), interpolation=fcv.INTER_CUBIC),
+        "cv.resize area": lambda: fcv.resize(img, (160, 120), interpolation=fcv.INTER_AREA),
+        "grid_sample": lambda: fastops.grid_sample(x4, grid, mode="bicubic"),
+        "roi_align": lambda: fastops.roi_align(x4, rois, 7, sampling_ratio=2),
+        "deform_conv2d": lambda: fastops.deform_conv2d(x4, offset, weight, padding=1),
+        "instance_norm": lambda: fastops.instance_norm(x4, np.ones(8, np.float32),
+                                                        np.zeros(8, np.float32)),
+        "topk": lambda: fastops.topk(x4.reshape(16, -1), 50, axis=1),
+        "cummax": lambda: fastops.cummax(x4.reshape(16, -1), 1),
+        "nms": lambda: fastops.nms(boxes, scores, 0.5),
+        "scatter_nd": lambda: fastops.scatter_nd(table, rows, np.ones((20000, 64), np.float32),
+                                                 reduction="add"),
+        "gather_elements": lambda: fastops.gather_elements(table, cols, axis=0),
+        "gather_nd": lambda: fastops.gather_nd(table, rows),
+        "nonzero": lambda: fastops.nonzero(table > 0.5),
+    }
+
+
+WORKLOADS = _workloads()
+
+
+def _as_tuple(r):
+    return tuple(np.asarray(v) for v in r) if isinstance(r, tuple) else (np.asarray(r),)
+
+
+def _same(got, want):
+    for g, w in zip(_as_tuple(got), _as_tuple(want), strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert g.tobytes() == w.tobytes()
+
+
+@pytest.fixture
+def one_thread_results(threads):
+    """The 1-thread results; the test itself runs on 2 threads."""
+    with threads(1):
+        want = {name: fn() for name, fn in WORKLOADS.items()}
+    with threads(2):
+        yield want
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_two_threads_match_one(one_thread_results, name):
+    """One caller and the pool's worker share the chunks (and per-thread scratch by
+    slot): the result equals the 1-thread one, call after call."""
+    for _ in range(3):
+        _same(WORKLOADS[name](), one_thread_results[name])
+
+
+def test_concurrent_callers_get_the_serial_results(one_thread_results):
+    """Four Python threads call every kernel at once, each call on 2 threads: one call
+    owns the pool, the others run alone; every result equals the 1-thread one."""
+    errors = []
+    start = threading.Barrier(4)
+
+    def caller(seed):
+        try:
+            names = list(WORKLOADS)
+            np.random.default_rng(seed).shuffle(names)
+            start.wait()
+            for _ in range(3):
+                for name in names:
+                    _same(WORKLOADS[name](), one_thread_results[name])
+        except Exception as exc:          # reported below, with the failing workload
+            errors.append(exc)
+
+    ts = [threading.Thread(target=caller, args=(s,)) for s in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
+
+
+def _child(name):
+    return _as_tuple(WORKLOADS[name]())
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                    reason="no fork() here")
+def test_forked_child_runs_kernels(one_thread_results):
+    """A child forked after the parent's pool started builds its own (the parent's
+    workers do not exist in it) instead of waiting for them forever."""
+    for fn in WORKLOADS.values():
+        fn()                               # the parent's pool: started, workers asleep
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        for name in ("resize", "grid_sample", "instance_norm"):
+            got = pool.apply_async(_child, (name,)).get(timeout=120)
+            _same(got, one_thread_results[name])
