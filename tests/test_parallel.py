@@ -10,6 +10,7 @@ import pytest
 
 import fastops
 import fastops.cv as fcv
+from tests.test_hostile import _same, _tuple
 
 
 def _workloads():
@@ -49,16 +50,6 @@ def _workloads():
 
 
 WORKLOADS = _workloads()
-
-
-def _as_tuple(r):
-    return tuple(np.asarray(v) for v in r) if isinstance(r, tuple) else (np.asarray(r),)
-
-
-def _same(got, want):
-    for g, w in zip(_as_tuple(got), _as_tuple(want), strict=True):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        assert g.tobytes() == w.tobytes()
 
 
 @pytest.fixture
@@ -104,7 +95,7 @@ def test_concurrent_callers_get_the_serial_results(one_thread_results):
 
 
 def _child(name):
-    return _as_tuple(WORKLOADS[name]())
+    return tuple(np.asarray(v) for v in _tuple(WORKLOADS[name]()))
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),

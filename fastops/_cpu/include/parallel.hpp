@@ -197,6 +197,16 @@ void parallel_for(int64_t n, int64_t grain, int nt, F&& body) {
   if (job->failed.load(std::memory_order_acquire)) std::rethrow_exception(job->error);
 }
 
+// part(t) for t in [0, parts), one part per chunk: for algorithms that split their work
+// into a fixed number of disjoint parts (owned rows, page-aligned copy ranges) rather than
+// items.  Any thread may run any part.
+template <class F>
+void parallel_parts(int parts, F&& part) {
+  parallel_for(parts, 1, parts, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) part(t);
+  });
+}
+
 // Chunk size that gives each of nt threads about `per_thread` chunks: enough for the
 // caller to take over a late worker's share, few enough that the shared counter is cheap.
 inline int64_t chunk_for(int64_t n, int nt, int64_t per_thread = 8) {

@@ -166,31 +166,31 @@ void scatter_elements_apply(T* out, const I* idx, const T* upd, int64_t O, int64
   const int64_t nblk = (In + bi - 1) / bi;
   const int64_t tasks = O * nblk;
   parallel_for(tasks, chunk_for(tasks, nt), nt, [&](int64_t t0, int64_t t1, int) {
-  for (int64_t task = t0; task < t1; ++task) {
-    const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
-    T* base = out + (outer_off ? outer_off[o] : o * s_outer);
-    const I* ir = idx + o * m * In;
-    const T* ur = upd + o * m * In;
-    for (int64_t j = 0; j < m; ++j) {
-      const I* ij = ir + j * In;
-      const T* uj = ur + j * In;
-      if (inner_off) {
-        for (int64_t i = i0; i < i1; ++i) {
-          const int64_t v = norm_index(ij[i], n_axis);
-          if (v < 0) continue;  // changed since the check (a race): never write outside
-          T* p = base + v * s_axis + inner_off[i];
-          *p = reduce_op<T, Red>(*p, uj[i]);
-        }
-      } else {
-        for (int64_t i = i0; i < i1; ++i) {
-          const int64_t v = norm_index(ij[i], n_axis);
-          if (v < 0) continue;
-          T* p = base + v * s_axis + i * s_inner;
-          *p = reduce_op<T, Red>(*p, uj[i]);
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
+      T* base = out + (outer_off ? outer_off[o] : o * s_outer);
+      const I* ir = idx + o * m * In;
+      const T* ur = upd + o * m * In;
+      for (int64_t j = 0; j < m; ++j) {
+        const I* ij = ir + j * In;
+        const T* uj = ur + j * In;
+        if (inner_off) {
+          for (int64_t i = i0; i < i1; ++i) {
+            const int64_t v = norm_index(ij[i], n_axis);
+            if (v < 0) continue;  // changed since the check (a race): never write outside
+            T* p = base + v * s_axis + inner_off[i];
+            *p = reduce_op<T, Red>(*p, uj[i]);
+          }
+        } else {
+          for (int64_t i = i0; i < i1; ++i) {
+            const int64_t v = norm_index(ij[i], n_axis);
+            if (v < 0) continue;
+            T* p = base + v * s_axis + i * s_inner;
+            *p = reduce_op<T, Red>(*p, uj[i]);
+          }
         }
       }
     }
-  }
   });
 }
 
@@ -206,13 +206,11 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
   // part t checks its range of chunks and copies its range of the new output (one join
   // less than two loops); no update is applied unless every index is good
   FirstBad bad(nt);
-  parallel_for(nt, 1, nt, [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t per = (nchunks + nt - 1) / nt;
-      for (int64_t c = t * per; c < std::min(nchunks, (t + 1) * per) && !bad.seen(t); ++c)
-        bad.note(t, first_bad_in(idx, c * chunk, std::min(count, (c + 1) * chunk), n_axis));
-      if (data) copy_part(data, out, out_size, t, nt);
-    }
+  const int64_t per = (nchunks + nt - 1) / nt;
+  parallel_parts(nt, [&](int64_t t) {
+    for (int64_t c = t * per; c < std::min(nchunks, (t + 1) * per) && !bad.seen(t); ++c)
+      bad.note(t, first_bad_in(idx, c * chunk, std::min(count, (c + 1) * chunk), n_axis));
+    if (data) copy_part(data, out, out_size, t, nt);
   });
   if (bad.first() != kNoBad) return bad.first();
   with_reduction(reduction, [&](auto red) {
@@ -345,23 +343,20 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
   const int nt = threads_for(out_size + N * (S + k), nthreads);
   // part t: its range of index tuples into rows, and its range of the copy
   FirstBad bad(nt);
-  parallel_for(nt, 1, nt, [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t per = (N + nt - 1) / nt;
-      for (int64_t n = t * per; n < std::min(N, (t + 1) * per); ++n) {
-        int64_t d = 0;
-        const int64_t r = nd_row(idx + n * k, k, dims, &d);
-        if (r < 0) bad.note(t, n * k + d);
-        rows[n] = r;
-      }
-      if (data) copy_part(data, out, out_size, t, nt);
+  const int64_t per = (N + nt - 1) / nt;
+  parallel_parts(nt, [&](int64_t t) {
+    for (int64_t n = t * per; n < std::min(N, (t + 1) * per); ++n) {
+      int64_t d = 0;
+      const int64_t r = nd_row(idx + n * k, k, dims, &d);
+      if (r < 0) bad.note(t, n * k + d);
+      rows[n] = r;
     }
+    if (data) copy_part(data, out, out_size, t, nt);
   });
   if (bad.first() != kNoBad) return bad.first();
   with_reduction(reduction, [&](auto red) {
-    parallel_for(nt, 1, nt, [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; ++t)
-        scatter_nd_apply<T, decltype(red)::value>(out, upd, rows, N, S, t, nt);
+    parallel_parts(nt, [&](int64_t t) {
+      scatter_nd_apply<T, decltype(red)::value>(out, upd, rows, N, S, t, nt);
     });
   });
   return -1;
