@@ -10,12 +10,21 @@
 // late finds nothing left, so a call is never slower than on one thread by more than
 // the chunk a descheduled worker holds.
 //
-// Waking a sleeping worker is slow on a VM: 1.5 ms median on the 2-core CI machine after
-// a 1-20 ms pause (the idle vCPU has to be scheduled again), so a worker that finishes
-// a job polls for the next one for kSpin (1 ms, yielding the core to any other runnable
-// thread as it polls) before it sleeps: back-to-back calls get their workers at once,
-// and the user's next step (cv2, ONNX Runtime, the model) gets the cores after at most
-// 1 ms of yielding polls (libgomp spins for several ms).
+// A worker that finishes a job polls for the next one for kSpin (1 ms, yielding the core
+// to any other runnable thread as it polls) before it sleeps: back-to-back calls get
+// their workers at once, and the user's next step (cv2, ONNX Runtime, the model) gets the
+// cores after at most 1 ms of yielding polls (libgomp spins for several ms).
+//
+// A sleeping worker is woken off the caller's CPU.  On the CI's 2-vCPU Firecracker VM,
+// after a pause of ~20 ms the kernel often queues the woken worker on the caller's own
+// busy CPU (the idle vCPU counts as preempted, so select_idle_sibling skips it); the
+// worker then waits a whole slice, 2.6-4.3 ms, and the call runs serially.  Removing the
+// caller's CPU from a sleeping worker's affinity before the wake took the worker's start
+// from a bimodal 30 us / 2.8 ms to 40-180 us (docs/performance.md, "Why the worker woke
+// late").  The awake worker takes the caller's whole mask back at once: left pinned, a
+// long call shared one CPU with a caller that had moved there (roi_align 1000 RoIs 585
+// ms instead of 182).  Masks derive from the caller's own affinity (taskset and cgroup
+// limits are kept); the syscalls happen on the cold path only, next to a 50-100 us wake.
 //
 // One pool per process (GCC makes the function-local static a unique symbol across the
 // extension modules); a caller that finds it busy (another Python thread's kernel, say
@@ -25,6 +34,8 @@
 // Results never depend on which thread ran which chunk: kernels write disjoint outputs
 // per item and add per-chunk partials in chunk order.
 #pragma once
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -105,15 +116,21 @@ class Pool {
       std::lock_guard<std::mutex> lock(m_);
       while (static_cast<int>(workers_.size()) < job->nt - 1) {
         try {
-          workers_.emplace_back([this] { loop(); });
+          const size_t me = workers_.size();
+          workers_.emplace_back();
+          std::thread t([this, me] { loop(me); });
+          workers_[me].handle = t.native_handle();
+          pthread_setname_np(t.native_handle(), "fastops-pool");  // for top, py-spy, tests
+          t.detach();
         } catch (...) {  // no more threads to be had: run with those there are
+          if (workers_.back().handle == pthread_t()) workers_.pop_back();
           break;
         }
-        workers_.back().detach();
       }
       job_ = job;
       generation_.fetch_add(1, std::memory_order_release);
       wake = sleepers_ > 0;
+      if (wake) wake_off_caller_cpu();
     }
     if (wake) cv_.notify_all();
     job->work(0);
@@ -130,7 +147,21 @@ class Pool {
  private:
   Pool() : pid_(getpid()) {}
 
-  void loop() {
+  // (under m_) The sleeping workers are about to be woken: until each has woken, it may
+  // run on any CPU the caller may except the caller's; then it takes the caller's whole
+  // mask back (loop), so a long call never keeps a worker off a CPU the caller left.
+  void wake_off_caller_cpu() {
+    const int cpu = sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof caller_mask_, &caller_mask_) != 0)
+      return;
+    cpu_set_t off = caller_mask_;
+    CPU_CLR(cpu, &off);
+    if (CPU_COUNT(&off) == 0) return;
+    for (Worker& w : workers_)
+      if (w.asleep && pthread_setaffinity_np(w.handle, sizeof off, &off) == 0) w.restricted = true;
+  }
+
+  void loop(size_t me) {
     uint64_t seen = 0;
     for (;;) {
       // poll for kSpin, then sleep until the generation changes
@@ -146,10 +177,16 @@ class Pool {
       {
         std::unique_lock<std::mutex> lock(m_);
         ++sleepers_;
+        workers_[me].asleep = true;
         cv_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+        workers_[me].asleep = false;
         --sleepers_;
         seen = generation_.load(std::memory_order_relaxed);
         job = job_;
+        if (workers_[me].restricted) {  // woken where the caller is not: take the rest back
+          workers_[me].restricted = false;
+          pthread_setaffinity_np(pthread_self(), sizeof caller_mask_, &caller_mask_);
+        }
       }
       if (!job) continue;  // woke after the job was done
       const int slot = job->slots.fetch_add(1, std::memory_order_relaxed);
@@ -163,7 +200,13 @@ class Pool {
   std::shared_ptr<Job> job_;                 // guarded by m_
   std::atomic<uint64_t> generation_{0};      // written under m_; polled without it
   int sleepers_ = 0;                         // workers in cv_.wait (guarded by m_)
-  std::vector<std::thread> workers_;
+  struct Worker {
+    pthread_t handle{};                      // detached; workers never exit
+    bool asleep = false;                     // in cv_.wait
+    bool restricted = false;                 // kept off the waking caller's CPU
+  };
+  std::vector<Worker> workers_;              // guarded by m_
+  cpu_set_t caller_mask_{};                  // the last waking caller's affinity (under m_)
   std::atomic<bool> busy_{false};
 };
 
