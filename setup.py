@@ -4,10 +4,13 @@ Flags: -O3 -fopenmp always. -march=native only when FASTOPS_MARCH_NATIVE=1, so a
 built here runs on any x86-64 machine.  FASTOPS_EXTENSIONS=selection,scatter limits an
 in-place development build (``python setup.py build_ext --inplace``) to those families.
 FASTOPS_SANITIZE=1 builds with AddressSanitizer and UBSan (scripts/sanitize.sh).
+On x86-64 the families in fastops/_cpu/avx2/ are built a second time for x86-64-v3
+(AVX2), picked at import when the CPU has it (fastops/_cpu/avx2/__init__.py).
 Every extension depends on every header, so editing a .hpp rebuilds without --force.
 """
 import glob
 import os
+import platform
 import sys
 
 import numpy as np
@@ -31,24 +34,35 @@ if os.environ.get("FASTOPS_SANITIZE") == "1":  # scripts/sanitize.sh: ASan + UBS
     compile_args = [a for a in compile_args if a != "-O3"] + ["-O0", "-g1"] + sanitize  # -O0: the build is most of CI's sanitizer time
     link_args = link_args + sanitize
 
-extensions = [
-    Extension(
-        "fastops._cpu." + os.path.splitext(os.path.basename(path))[0],
+
+def extension(path, extra_args=()):
+    name = os.path.splitext(path)[0].replace("/", ".")      # fastops._cpu[.avx2].<family>
+    return Extension(
+        name,
         [path],
         include_dirs=[np.get_include(), "fastops/_cpu/include"],
         language="c++",
-        extra_compile_args=compile_args,
+        extra_compile_args=compile_args + list(extra_args),
         # a header edit rebuilds every extension (setuptools cannot see #include)
-        depends=sorted(glob.glob("fastops/_cpu/include/*.hpp") + glob.glob("fastops/_cpu/*.pxd")),
+        depends=sorted(glob.glob("fastops/_cpu/include/*.hpp") + glob.glob("fastops/_cpu/*.pxd")
+                       + glob.glob("fastops/_cpu/*.pyx")),
         extra_link_args=link_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
-    for path in sorted(glob.glob("fastops/_cpu/*.pyx"))
-]
+
+
+extensions = [extension(path) for path in sorted(glob.glob("fastops/_cpu/*.pyx"))]
+# The families that pay for AVX2 again for x86-64-v3 (fastops/_cpu/avx2/__init__.py);
+# the -march=native build already has them, and other machines keep the baseline.
+X86_64 = platform.machine().lower() in ("x86_64", "amd64") and sys.platform != "darwin"
+if X86_64 and os.environ.get("FASTOPS_MARCH_NATIVE") != "1" \
+        and os.environ.get("FASTOPS_SANITIZE") != "1":   # (same source as the baseline)
+    extensions += [extension(path, ["-march=x86-64-v3"])
+                   for path in sorted(glob.glob("fastops/_cpu/avx2/*.pyx"))]
 only = os.environ.get("FASTOPS_EXTENSIONS")
-if only:
-    wanted = {"fastops._cpu." + name.strip() for name in only.split(",")}
-    extensions = [e for e in extensions if e.name in wanted]
+if only:    # a family's name selects its AVX2 build too (a stale one would be imported)
+    wanted = {name.strip() for name in only.split(",")}
+    extensions = [e for e in extensions if e.name.rsplit(".", 1)[1] in wanted]
 
 setup(
     ext_modules=cythonize(

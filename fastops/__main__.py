@@ -18,6 +18,7 @@ def info():
     print(f"python {platform.python_version()} on {platform.machine()}, numpy {np.__version__}")
     print(f"backends: {fastops.backends()}")
     print(f"OpenMP threads: {fastops.get_num_threads()}")
+    print(f"CPU kernels: {simd_summary()}")
     try:
         import cupy
         n = cupy.cuda.runtime.getDeviceCount()
@@ -28,6 +29,25 @@ def info():
         print(f"CuPy {cupy.__version__}, CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}")
     except Exception as exc:  # no CuPy, no driver or no device: say which
         print(f"CuPy/CUDA: not available ({type(exc).__name__}: {exc})")
+
+
+def simd_summary():
+    """Which build of each CPU kernel family this machine imports (fastops/_cpu/avx2)."""
+    import os
+    import pkgutil
+
+    from fastops import _dispatch
+    from fastops._cpu import avx2
+    built = sorted(m.name for m in pkgutil.iter_modules(avx2.__path__))
+    if not built:
+        return "baseline build for every family (this install has no AVX2 builds)"
+    used = [f for f in built if _dispatch.cpu_module(f).startswith("fastops._cpu.avx2.")]
+    if not used:
+        forced = os.environ.get("FASTOPS_SIMD", "").strip().lower() == "baseline"
+        why = "FASTOPS_SIMD=baseline" if forced else "this CPU has no AVX2/FMA"
+        return f"baseline build for every family ({why})"
+    return (f"x86-64-v3 (AVX2, FMA) for {', '.join(used)}; baseline for the rest "
+            f"(FASTOPS_SIMD=baseline forces baseline)")
 
 
 def copy_bandwidth(nbytes=256 << 20, repeats=5):

@@ -12,11 +12,14 @@ CuPy is imported only when a CuPy array (or a CUDA DLPack tensor) arrives, so
 """
 import functools
 import importlib
+import importlib.util
 import inspect
 import math
 import sys
 
 import numpy as np
+
+from fastops._threads import get_num_threads
 
 _DL_CPU = (1, 3)          # kDLCPU, kDLCUDAHost
 _DL_CUDA = (2, 13)        # kDLCUDA, kDLCUDAManaged
@@ -121,7 +124,34 @@ def _from_dlpack_fn(obj):
     return fn
 
 
+@functools.lru_cache(maxsize=None)
+def simd_target():
+    """"x86-64-v3" when this CPU runs AVX2 code and FASTOPS_SIMD is not "baseline",
+    else "baseline" (FASTOPS_SIMD=baseline forces the baseline kernels, e.g. to compare)."""
+    import os
+    from fastops._cpu import _runtime
+    wanted = os.environ.get("FASTOPS_SIMD", "").strip().lower()
+    if wanted not in ("", "baseline", "x86-64-v3"):
+        raise ValueError(f"FASTOPS_SIMD={wanted!r}: expected baseline or x86-64-v3")
+    if wanted == "baseline" or not _runtime.has_x86_64_v3():
+        return "baseline"
+    return "x86-64-v3"
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_module(family):
+    """The CPU kernel module of ``family`` for this machine: fastops._cpu.avx2.<family>
+    where that build exists (setup.py builds it on x86-64 for the families that pay) and
+    simd_target() allows it, else fastops._cpu.<family>.  Both give the same bits."""
+    if simd_target() == "x86-64-v3":
+        name = "fastops._cpu.avx2." + family
+        if importlib.util.find_spec(name) is not None:
+            return name
+    return "fastops._cpu." + family
+
+
 _KERNEL_MODULES = {}        # (backend name, family) -> kernel module
+_KERNELS = {}               # (backend name, family, kernel name) -> kernel function
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,12 +173,13 @@ class Backend:
         self._to_framework = to_framework
 
     def kernels(self, family):
-        """The kernel module of one op family: fastops._cpu.<family> or fastops._gpu.<family>."""
+        """The kernel module of one op family: fastops._cpu.<family> (or its AVX2 build,
+        fastops._cpu.avx2.<family>, see cpu_module) or fastops._gpu.<family>."""
         key = (self.name, family)
         mod = _KERNEL_MODULES.get(key)
         if mod is None:
-            pkg = "fastops._cpu." if self.name == "cpu" else "fastops._gpu."
-            mod = _KERNEL_MODULES[key] = importlib.import_module(pkg + family)
+            name = cpu_module(family) if self.name == "cpu" else "fastops._gpu." + family
+            mod = _KERNEL_MODULES[key] = importlib.import_module(name)
         return mod
 
     def empty(self, shape, dtype, sized_by=None):
@@ -188,10 +219,11 @@ class Backend:
         """Call ``kernel`` of ``family`` on this backend; CPU kernels also get the thread count.
 
         A kernel that runs out of memory (scratch, tables) raises MemoryError naming the op."""
-        fn = getattr(self.kernels(family), kernel)
+        fn = _KERNELS.get((self.name, family, kernel))
+        if fn is None:      # (the lookups are cached: tiny calls are dominated by overhead)
+            fn = _KERNELS[self.name, family, kernel] = getattr(self.kernels(family), kernel)
         try:
             if self.name == "cpu":
-                from fastops._threads import get_num_threads
                 return fn(*args, get_num_threads())
             return fn(*args)
         except MemoryError as exc:
@@ -218,6 +250,9 @@ def _cupy():
     return cupy
 
 
+_HOST_BACKENDS = {}         # op -> its NumPy Backend (immutable after construction)
+
+
 def prepare(op, **arrays):
     """Pick the backend for ``op`` from its array arguments and convert them.
 
@@ -226,6 +261,15 @@ def prepare(op, **arrays):
     GPU arguments raises ``TypeError`` naming the argument that disagrees with the first.
     Returns ``(backend, converted)`` where ``converted`` is a tuple in argument order.
     """
+    for a in arrays.values():   # the common call: plain native aligned ndarrays (or None)
+        if a is not None and (type(a) is not np.ndarray or not a.dtype.isnative
+                              or not a.flags.aligned):
+            break
+    else:
+        backend = _HOST_BACKENDS.get(op)
+        if backend is None:
+            backend = _HOST_BACKENDS[op] = Backend("cpu", np, op)
+        return backend, tuple(arrays.values())
     where = {}            # name -> "cpu" | "gpu"
     producer = None       # the first DLPack producer: results go back to its framework
     for name, a in arrays.items():

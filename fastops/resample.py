@@ -18,6 +18,7 @@ any set of axes with tables from anywhere (first, count, weights) in the same la
 import dataclasses
 import math
 import operator
+import threading
 
 import numpy as np
 
@@ -228,32 +229,64 @@ class Table:
         return self.first.shape[0]
 
 
+# Host tables by everything they depend on: a preprocessing loop resizes frames of one
+# shape again and again, and for small images building the tables costs more than the
+# resize (tiny resize 1x3x8x8 x2: ~40% of the call).  Kernels never write tables.  Only
+# small tables are kept, and few: the cache holds at most _CACHE_ENTRIES x _CACHE_BYTES.
+_CACHE = {}
+_CACHE_ENTRIES = 64
+_CACHE_BYTES = 1 << 20
+_CACHE_LOCK = threading.Lock()
+
+
 def axis_tables(be, recs, mode, ctm, nearest_mode, cubic_a, antialias, exclude_outside,
                 wdtype, what):
-    """One :class:`Table` per Axis record, built by the backend's axis_table kernel."""
+    """One :class:`Table` per Axis record, built by the backend's axis_table kernel
+    (host tables come from a small cache when an identical one was built before)."""
     out = []
-    xp = be.xp
     for r in recs:
-        n_raw, start = _taps(mode, antialias, r.scale)
-        K = 1 if mode == "nearest" else max(1, min(n_raw, r.n_in))
-        nbytes = r.n_out * (17 + K * np.dtype(wdtype).itemsize)
-        if n_raw > _MAX_BYTES or nbytes > _MAX_BYTES:
-            raise MemoryError(f"{OP}: {what} give {n_raw} filter taps per output on axis "
-                              f"{r.axis}, more than can be tabulated")
-        try:    # scratch, not an output: plain arrays of the backend
-            idx = xp.empty((2, r.n_out), dtype=np.int64)
-            extrap = xp.empty((r.n_out,), dtype=np.uint8)
-            weights = xp.empty((r.n_out, K), dtype=wdtype)
-        except MemoryError as exc:
-            raise MemoryError(f"{OP}: {what} need a {nbytes}-byte filter table on axis "
-                              f"{r.axis}, which cannot be allocated") from exc
-        first, count = idx[0], idx[1]
-        be.run("resample", "axis_table", r.n_in, r.n_out, MODES[mode], COORDINATE_MODES[ctm],
-               NEAREST_MODES[nearest_mode], r.scale, r.out_width, r.roi[0], r.roi[1],
-               cubic_a, antialias, exclude_outside, n_raw, start, first, count, weights,
-               extrap)
-        out.append(Table(r.n_in, first, count, weights, extrap, K))
+        key = None
+        if be.name == "cpu":
+            key = (r.n_in, r.n_out, r.scale, r.out_width, r.roi, mode, ctm, nearest_mode,
+                   cubic_a, antialias, exclude_outside, np.dtype(wdtype).char)
+            table = _CACHE.get(key)
+            if table is not None:
+                out.append(table)
+                continue
+        table = _build_table(be, r, mode, ctm, nearest_mode, cubic_a, antialias,
+                             exclude_outside, wdtype, what)
+        if key is not None and table.weights.nbytes <= _CACHE_BYTES:
+            with _CACHE_LOCK:   # (dask's threads resize concurrently)
+                if len(_CACHE) >= _CACHE_ENTRIES:
+                    del _CACHE[next(iter(_CACHE))]      # the oldest entry
+                _CACHE[key] = table
+        out.append(table)
     return out
+
+
+def _build_table(be, r, mode, ctm, nearest_mode, cubic_a, antialias, exclude_outside,
+                 wdtype, what):
+    """The Table of one Axis record, from the backend's axis_table kernel."""
+    xp = be.xp
+    n_raw, start = _taps(mode, antialias, r.scale)
+    K = 1 if mode == "nearest" else max(1, min(n_raw, r.n_in))
+    nbytes = r.n_out * (17 + K * np.dtype(wdtype).itemsize)
+    if n_raw > _MAX_BYTES or nbytes > _MAX_BYTES:
+        raise MemoryError(f"{OP}: {what} give {n_raw} filter taps per output on axis "
+                          f"{r.axis}, more than can be tabulated")
+    try:    # scratch, not an output: plain arrays of the backend
+        idx = xp.empty((2, r.n_out), dtype=np.int64)
+        extrap = xp.empty((r.n_out,), dtype=np.uint8)
+        weights = xp.empty((r.n_out, K), dtype=wdtype)
+    except MemoryError as exc:
+        raise MemoryError(f"{OP}: {what} need a {nbytes}-byte filter table on axis "
+                          f"{r.axis}, which cannot be allocated") from exc
+    first, count = idx[0], idx[1]
+    be.run("resample", "axis_table", r.n_in, r.n_out, MODES[mode], COORDINATE_MODES[ctm],
+           NEAREST_MODES[nearest_mode], r.scale, r.out_width, r.roi[0], r.roi[1],
+           cubic_a, antialias, exclude_outside, n_raw, start, first, count, weights,
+           extrap)
+    return Table(r.n_in, first, count, weights, extrap, K)
 
 
 # ------------------------------------------------------------------ apply

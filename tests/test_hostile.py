@@ -904,8 +904,10 @@ import numpy as np
 import fastops
 from tests.conftest import public_ops, resolve
 import fastops._cpu, importlib, pkgutil
-for m in pkgutil.iter_modules(fastops._cpu.__path__):    # loaded before the limit
-    importlib.import_module("fastops._cpu." + m.name)
+from fastops._dispatch import cpu_module
+for m in pkgutil.iter_modules(fastops._cpu.__path__):    # loaded before the limit (the
+    if not m.ispkg:                                      # build the dispatch picks)
+        importlib.import_module(cpu_module(m.name))
 rng = np.random.default_rng(0)
 {big}
 nt = fastops.get_num_threads()

@@ -13,3 +13,21 @@ def set_max_threads(int n):
 
 def num_procs():
     return openmp.omp_get_num_procs()
+
+
+cdef extern from *:
+    """
+    static int fastops_has_x86_64_v3(void) {
+    #if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__))
+      return __builtin_cpu_supports("x86-64-v3");  /* cpuid and the OS's AVX state (xgetbv) */
+    #else
+      return 0;
+    #endif
+    }
+    """
+    int fastops_has_x86_64_v3() nogil
+
+
+def has_x86_64_v3():
+    """Whether this CPU (and OS) runs x86-64-v3 code: AVX2, FMA, BMI1/2, F16C, ..."""
+    return bool(fastops_has_x86_64_v3())

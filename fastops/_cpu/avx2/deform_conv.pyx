@@ -1,0 +1,2 @@
+# deform_conv built for x86-64-v3 (see __init__.py): the same source, included
+include "../deform_conv.pyx"

@@ -1,0 +1,149 @@
+"""The AVX2 (x86-64-v3) builds of fastops/_cpu/avx2: picked at import where the CPU has
+AVX2, and bit-identical to the baseline builds (every build has -ffp-contract=off).  The
+other test modules run whichever build this machine picks; this one runs the workloads
+below (every family, non-trivial scales and biases, both float widths: an AVX2 build
+with FMA contraction changes instance_norm here) under FASTOPS_SIMD=baseline and under
+the default, in two processes, and compares the bytes."""
+import ast
+import os
+import pkgutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fastops import _dispatch
+from fastops._cpu import _runtime, avx2
+
+BUILT = sorted(m.name for m in pkgutil.iter_modules(avx2.__path__))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+
+def workloads():
+    """Calls of every op whose family may have an AVX2 build (tests/test_parallel.py's
+    medium inputs, plus parameters that make a*b+c appear: scales, biases, masks)."""
+    import fastops
+    import fastops.cv as fcv
+    from tests.test_parallel import WORKLOADS
+    rng = np.random.default_rng(1)
+    calls = dict(WORKLOADS)
+    for dt in (np.float32, np.float64):
+        x = rng.standard_normal((2, 6, 33, 47)).astype(dt)
+        grid = rng.uniform(-1.2, 1.2, (2, 21, 25, 2)).astype(dt)
+        sc, bi = rng.uniform(0.5, 2, 6).astype(dt), rng.standard_normal(6).astype(dt)
+        off = rng.standard_normal((2, 18, 33, 47)).astype(dt)
+        msk = rng.uniform(0, 1, (2, 9, 33, 47)).astype(dt)
+        w, b = rng.standard_normal((4, 6, 3, 3)).astype(dt), rng.standard_normal(4).astype(dt)
+        boxes = np.sort(rng.uniform(0, 300, (500, 4)), axis=1)[:, [0, 2, 1, 3]].astype(dt)
+        scores = rng.uniform(size=500).astype(dt)
+        n = np.dtype(dt).name
+        calls[f"instance_norm {n}"] = lambda x=x, sc=sc, bi=bi: fastops.instance_norm(
+            x, sc, bi, epsilon=1e-3)
+        for mode in ("bilinear", "nearest", "bicubic"):
+            for pad in ("zeros", "border", "reflection"):
+                for ac in (False, True):
+                    calls[f"grid_sample {n} {mode} {pad} {ac}"] = (
+                        lambda x=x, g=grid, m=mode, p=pad, a=ac:
+                        fastops.grid_sample(x, g, mode=m, padding_mode=p, align_corners=a))
+        calls[f"deform_conv2d {n}"] = lambda x=x, o=off, w=w, b=b: fastops.deform_conv2d(
+            x, o, w, b, padding=1)
+        calls[f"modulated_deform_conv2d {n}"] = (
+            lambda x=x, o=off, m=msk, w=w, b=b:
+            fastops.modulated_deform_conv2d(x, o, m, w, b, padding=1))
+        calls[f"nms {n}"] = lambda bx=boxes, s=scores: fastops.nms(bx, s, 0.4)
+        calls[f"batched_nms {n}"] = lambda bx=boxes, s=scores: fastops.batched_nms(
+            bx, s, np.arange(500) % 7, 0.4)
+        calls[f"non_max_suppression {n}"] = lambda bx=boxes, s=scores: (
+            fastops.non_max_suppression(bx[None], np.stack([s, s[::-1]])[None], 50, 0.4, 0.2))
+        table = rng.standard_normal((300, 8)).astype(dt)
+        rows = rng.integers(0, 300, (900, 1))
+        upd = rng.uniform(0.5, 1.5, (900, 8)).astype(dt)
+        for red in ("none", "add", "mul", "max", "min"):
+            calls[f"scatter_nd {n} {red}"] = (
+                lambda t=table, r=rows, u=upd, red=red: fastops.scatter_nd(t, r, u, red))
+            calls[f"scatter_elements {n} {red}"] = (
+                lambda t=table, u=upd, red=red: fastops.scatter_elements(
+                    t, np.asarray(rows[:, 0:1].repeat(8, 1)), u, 0, red))
+    img = rng.integers(0, 256, (131, 157, 3), dtype=np.uint8)
+    for src in (img, img.astype(np.float32) / 7, img.astype(np.uint16) * 201):
+        for flag in (fcv.INTER_NEAREST, fcv.INTER_LINEAR, fcv.INTER_CUBIC, fcv.INTER_AREA,
+                     fcv.INTER_LINEAR_EXACT, fcv.INTER_NEAREST_EXACT):
+            for size in ((61, 47), (300, 211)):
+                calls[f"cv.resize {src.dtype} {flag} {size}"] = (
+                    lambda s=src, f=flag, z=size: fcv.resize(s, z, interpolation=f))
+    return calls
+
+
+_RUN_WORKLOADS = """
+import sys
+import numpy as np
+import fastops
+from fastops import _dispatch
+from tests.test_simd import workloads
+from tests.test_hostile import _tuple
+fastops.set_num_threads(2)
+out = {}
+for name, fn in workloads().items():
+    for i, a in enumerate(_tuple(fn())):
+        out[f"{name}|{i}"] = np.asarray(a)
+used = sorted({m for m in _dispatch._KERNEL_MODULES.values()}, key=str)
+print([m.__name__ for m in used])
+np.savez(sys.argv[1], **out)
+"""
+
+
+def _run(tmp_path, simd):
+    path = tmp_path / f"{simd or 'default'}.npz"
+    env = {**os.environ, "FASTOPS_SIMD": simd}
+    out = subprocess.run([sys.executable, "-c", _RUN_WORKLOADS, str(path)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    return dict(np.load(path)), ast.literal_eval(out.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not BUILT or not _runtime.has_x86_64_v3(),
+                    reason="no AVX2 builds here, or the CPU has no AVX2")
+def test_avx2_builds_give_the_baseline_bits(tmp_path):
+    base, base_mods = _run(tmp_path, "baseline")
+    fast, fast_mods = _run(tmp_path, "")
+    assert not any(".avx2." in m for m in base_mods), base_mods
+    assert {m.rsplit(".", 1)[1] for m in fast_mods if ".avx2." in m} == \
+        {m.rsplit(".", 1)[1] for m in base_mods} & set(BUILT), fast_mods
+    assert base.keys() == fast.keys()
+    for key in base:
+        a, b = base[key], fast[key]
+        assert a.dtype == b.dtype and a.shape == b.shape, key
+        assert a.tobytes() == b.tobytes(), f"{key}: the AVX2 build changed the result"
+
+
+def test_dispatch_follows_the_cpu_and_fastops_simd(monkeypatch):
+    """cpu_module() picks the AVX2 build only where it exists and the CPU runs it;
+    FASTOPS_SIMD=baseline turns it off and a wrong value is named."""
+    for env, has, want_avx2 in (("", True, True), ("baseline", True, False),
+                                ("", False, False), ("x86-64-v3", False, False)):
+        monkeypatch.setenv("FASTOPS_SIMD", env)
+        monkeypatch.setattr(_runtime, "has_x86_64_v3", lambda: has)
+        _dispatch.simd_target.cache_clear()
+        _dispatch.cpu_module.cache_clear()
+        for fam in ("nms", "selection"):
+            got = _dispatch.cpu_module(fam)
+            assert got == ("fastops._cpu.avx2." + fam if want_avx2 and fam in BUILT
+                           else "fastops._cpu." + fam), (env, has, got)
+    monkeypatch.setenv("FASTOPS_SIMD", "avx9")
+    _dispatch.simd_target.cache_clear()
+    with pytest.raises(ValueError, match="FASTOPS_SIMD='avx9'"):
+        _dispatch.simd_target()
+    monkeypatch.undo()
+    _dispatch.simd_target.cache_clear()
+    _dispatch.cpu_module.cache_clear()
+
+
+def test_info_names_the_dispatched_build():
+    out = subprocess.run([sys.executable, "-m", "fastops", "info"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    line = next(x for x in out.splitlines() if x.startswith("CPU kernels:"))
+    if BUILT and _runtime.has_x86_64_v3():
+        assert "x86-64-v3" in line and all(f in line for f in BUILT), line
+    else:
+        assert "baseline" in line, line
