@@ -84,6 +84,50 @@ def test_cummax_cummin(cp, fn):
     same(got[0], want[0])
 
 
+@pytest.mark.parametrize("shape", [(4, 23, 1), (3, 19, 6), (2, 600, 1)])
+def test_cumext_carry_and_last_kernels(cp, shape):
+    """The chunked scans behind fastops.dask.cummax on the GPU kernels (cumext_from with a
+    carry and an offset, cumext_last) equal the CPU kernels bit for bit, on every split:
+    rows (inner == 1, the block scan; 600 = three tiles) and columns (inner > 1), NaN,
+    signed-zero and tied carries, strided views."""
+    from fastops._cpu import selection as kc
+    from fastops._gpu import selection as kg
+    from tests.test_selection import _hostile_3d
+    rng = np.random.default_rng(5)
+    outer, n, inner = shape
+    for dtype in ("int16", "uint64", "float32", "float64"):
+        x = _hostile_3d(dtype, outer, n, inner, rng)
+        bits = f"u{x.itemsize}"         # signed zeros and NaN payloads compared too
+        for is_max in (True, False):
+            wv, wi = fastops.cummax(x, 1) if is_max else fastops.cummin(x, 1)
+            for p in sorted({1, n // 2, n - 1}):
+                part = x[:, p:, :]
+                carries = [(np.ascontiguousarray(wv[:, p - 1, :]),
+                            np.ascontiguousarray(wi[:, p - 1, :])),
+                           (np.empty((0, 0), x.dtype), np.empty((0, 0), np.int64))]
+                for cv, ci in carries:
+                    v, i = np.empty(part.shape, x.dtype), np.empty(part.shape, np.int64)
+                    kc.cumext_from(part, is_max, cv, ci, p, v, i, 1)
+                    gv = cp.empty(part.shape, x.dtype)
+                    gi = cp.empty(part.shape, np.int64)
+                    kg.cumext_from(cp.asarray(part), is_max, cp.asarray(cv), cp.asarray(ci),
+                                   p, gv, gi)
+                    same(host(gi), i)
+                    same(host(gv).view(bits), v.view(bits))
+                lv, li = np.empty((outer, inner), x.dtype), np.empty((outer, inner), np.int64)
+                kc.cumext_last(part, is_max, p, lv, li, 1)
+                glv, gli = cp.empty((outer, inner), x.dtype), cp.empty((outer, inner), np.int64)
+                kg.cumext_last(cp.asarray(x)[:, p:, :], is_max, p, glv, gli)   # a view
+                same(host(gli), li)
+                same(host(glv).view(bits), lv.view(bits))
+    x = cp.ones((2, 3, 4), np.float32)
+    with pytest.raises(ValueError, match="cumext_from: the carry"):
+        kg.cumext_from(x, True, cp.zeros((2, 3), np.float32), cp.zeros((2, 3), np.int64), 0,
+                       cp.empty((2, 3, 4), np.float32), cp.empty((2, 3, 4), np.int64))
+    with pytest.raises(ValueError, match="cumext_last: the outputs"):
+        kg.cumext_last(x, True, 0, cp.empty((2, 3), np.float32), cp.empty((2, 4), np.int64))
+
+
 @pytest.mark.parametrize("dtype", ALL_REAL + ["bool", "complex64"])
 def test_nonzero(cp, dtype):
     rng = np.random.default_rng(8)
@@ -315,14 +359,15 @@ def test_harness_rejects_bad_launches(cp):
     x = cp.zeros((1, 4, 1), np.float32)
     v = cp.empty((1, 4, 1), np.float32)
     i = cp.empty((1, 4, 1), np.int64)
+    no_carry = [v, i, np.int32(0), np.int64(0), np.int32(0)]
     good = [x, np.int64(1), np.int64(4), np.int64(1), np.int64(4), np.int64(1), np.int64(1),
-            np.int32(1), v, i]
+            np.int32(1)] + no_carry + [v, i]
     fn((1,), (32,), tuple(good))
     assert i.get().ravel().tolist() == [0, 1, 2, 3]
     with pytest.raises(TypeError, match="argument 7"):          # int64 for an int
         fn((1,), (32,), tuple(good[:7] + [np.int64(1)] + good[8:]))
     with pytest.raises(TypeError, match="pointer to i8"):       # int32 array for i64*
-        fn((1,), (32,), tuple(good[:9] + [cp.empty((1, 4, 1), np.int32)]))
+        fn((1,), (32,), tuple(good[:-1] + [cp.empty((1, 4, 1), np.int32)]))
     with pytest.raises(TypeError, match="numpy.ndarray"):
         fn((1,), (32,), tuple([np.zeros((1, 4, 1), np.float32)] + good[1:]))
     with pytest.raises(TypeError, match="arguments"):
@@ -330,7 +375,7 @@ def test_harness_rejects_bad_launches(cp):
     with pytest.raises(cuda_emu.fake_cupy.EmuLaunchError, match="block"):
         fn((1,), (2048,), tuple(good))
     bad = [x, np.int64(1), np.int64(5), np.int64(1), np.int64(4), np.int64(1), np.int64(1),
-           np.int32(1), v, i]                                    # n=5 writes one past the end
+           np.int32(1)] + no_carry + [v, i]                      # n=5 writes one past the end
     with pytest.raises(cuda_emu.fake_cupy.EmuLaunchError, match="out-of-bounds"):
         fn((1,), (32,), tuple(bad))
 

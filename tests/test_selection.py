@@ -59,11 +59,29 @@ def test_topk_short_rows_every_k(xp, dtype):
                         sample((40, 80), dtype, ties=True, specials=True),
                         np.sort(sample((4, 80), dtype), axis=1),
                         np.sort(sample((4, 80), dtype), axis=1)[:, ::-1]])
-    for k in range(2, 12):
+    for k in range(1, 19):      # k=1's reduction, the insertion list (<= 16), partition
         for largest in (True, False):
             check_topk(x, k, -1, largest, xp=xp)
             check_topk(x[:, ::-2], k, -1, largest, xp=xp)
             check_topk(x[:, :k + 1], k, -1, largest, sorted=False, xp=xp)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float16", "float64"])
+def test_topk_k1_every_row_length(xp, dtype):
+    """k=1 on contiguous rows (a vectorized reduction to the best value, then its first
+    position) for every length around the reduction's lane count, with NaN, +-inf and
+    signed zeros anywhere: the first best wins, a NaN is best for largest, worst for
+    smallest."""
+    for n in range(1, 42):
+        x = np.concatenate([sample((30, n), dtype, ties=True, specials=True),
+                            sample((30, n), dtype)])
+        if x.dtype.kind == "f":
+            x[0] = np.nan
+            x[1, n // 2:] = np.nan
+            x[2] = -0.0
+            x[2, n // 3] = 0.0
+        for largest in (True, False):
+            check_topk(x, 1, -1, largest, xp=xp)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])

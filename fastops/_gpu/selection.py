@@ -39,18 +39,53 @@ def topk(x, k, largest, sorted, values, indices):
 
 
 def cumext(x, is_max, values, indices):
+    """Running max (is_max) or min along axis 1 of a non-empty (outer, n, inner) view."""
+    _scan(x, is_max, None, None, 0, False, values, indices)
+
+
+def cumext_from(x, is_max, carry_v, carry_i, offset, values, indices):
+    """cumext with each lane starting from a carry ((outer, inner) arrays; (0, 0) ones
+    for none) and global indices (element 0 at ``offset``): fastops._cpu.selection's
+    contract, for fastops.dask."""
+    outer, _, inner = x.shape
+    if values.shape != x.shape or indices.shape != x.shape:
+        raise ValueError("cumext_from: the outputs must have x's shape")
+    if carry_v.shape[0] == 0 and carry_i.shape[0] == 0:
+        carry_v = carry_i = None
+    elif carry_v.shape != (outer, inner) or carry_i.shape != (outer, inner):
+        raise ValueError("cumext_from: the carry must have shape (outer, inner)")
+    _scan(x, is_max, carry_v, carry_i, offset, False, values, indices)
+
+
+def cumext_last(x, is_max, offset, last_v, last_i):
+    """The final running (value, global index) of each lane into (outer, inner) arrays,
+    without writing the scan."""
+    if last_v.shape != (x.shape[0], x.shape[2]) or last_i.shape != last_v.shape:
+        raise ValueError("cumext_last: the outputs must have shape (outer, inner)")
+    _scan(x, is_max, None, None, offset, True, last_v, last_i)
+
+
+def _scan(x, is_max, carry_v, carry_i, offset, last_only, values, indices):
+    import cupy
     from fastops._gpu._compile import kernel, launch, elem_strides
     so, sn, si = elem_strides(x)
     outer, n, inner = x.shape
+    has_carry = carry_v is not None
+    if has_carry:   # C-contiguous, in x's dtype and int64, as the kernels index them
+        carry_v = cupy.ascontiguousarray(carry_v, dtype=x.dtype)
+        carry_i = cupy.ascontiguousarray(carry_i, dtype=np.int64)
+    else:           # (never read: any pointer of the right type)
+        carry_v, carry_i = values, indices
+    tail = (np.int32(is_max), carry_v, carry_i, np.int32(has_carry), np.int64(offset),
+            np.int32(last_only), values, indices)
     if inner == 1:   # scan along the contiguous axis: a block per row
         fn = kernel("selection", "cumext_rows", **_key_defines(x.dtype.name))
         fn((min(outer, 65535),), (256,), (x, np.int64(outer), np.int64(n), np.int64(so),
-                                          np.int64(sn), np.int32(is_max), values, indices))
+                                          np.int64(sn)) + tail)
         return
     fn = kernel("selection", "cumext", **_key_defines(x.dtype.name))
-    launch(fn, x.shape[0] * x.shape[2],
-           (x, np.int64(x.shape[0]), np.int64(x.shape[1]), np.int64(x.shape[2]), np.int64(so),
-            np.int64(sn), np.int64(si), np.int32(is_max), values, indices))
+    launch(fn, outer * inner, (x, np.int64(outer), np.int64(n), np.int64(inner),
+                               np.int64(so), np.int64(sn), np.int64(si)) + tail)
 
 
 def nonzero(x, mask, shape):

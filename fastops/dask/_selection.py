@@ -176,55 +176,38 @@ def _cum_view(block, axis):
 def _cum_summary(block, axis, is_max, off):
     """The running pair (value in the compute dtype, global index) at the end of one
     chunk, for every lane: (outer, inner) arrays; None for an empty chunk (the empty
-    prefix).  On the CPU a read-only kernel pass (cumext_last: no outputs written, a
-    fraction of the scan's cost); on other backends the last slice of fastops' scan."""
+    prefix).  A read-only kernel pass (cumext_last: no scan written, a fraction of the
+    scan's cost), on the CPU and the GPU alike."""
     be, b, xc = _cum_view(block, axis)
     if b.size == 0:
         return None
-    outer, n, inner = xc.shape
-    if be.name == "cpu":
-        lv = np.empty((outer, inner), xc.dtype)
-        li = np.empty((outer, inner), np.int64)
-        be.run("selection", "cumext_last", xc, is_max, off, lv, li)
-        return lv, li
-    v, i = (fastops.cummax if is_max else fastops.cummin)(xc, 1)
-    return be.xp.ascontiguousarray(v[:, n - 1]), i[:, n - 1] + off
+    outer, _, inner = xc.shape
+    lv = be.xp.empty((outer, inner), xc.dtype)
+    li = be.xp.empty((outer, inner), np.int64)
+    be.run("selection", "cumext_last", xc, is_max, off, lv, li)
+    return lv, li
 
 
 def _cum_final(block, axis, is_max, off, carry):
-    """The chunk's final (values, global indices).  On the CPU one kernel pass
-    (cumext_from) whose lanes start from the carry (the running pair of the earlier
-    chunks) and which writes global indices: the same take rule as the single-array
-    scan, so the same bits.  On other backends (CuPy chunks; the GPU kernel has no
-    carry-in): fastops' scan of the chunk, then the offset and the prefix where the carry
-    wins (_wins_carry, the rule as an associative select) fixed up."""
+    """The chunk's final (values, global indices): one kernel pass (cumext_from) whose
+    lanes start from the carry (the running pair of the earlier chunks) and which writes
+    global indices.  The same take rule as the single-array scan, so the same bits."""
     be, b, xc = _cum_view(block, axis)
     xp = be.xp
     values = be.empty(b.shape, b.dtype)
     indices = be.empty(b.shape, np.int64)
     if b.size == 0:
         return values, indices
-    if be.name == "cpu":
-        v3 = values.reshape(xc.shape) if values.dtype == xc.dtype else \
-            np.empty(xc.shape, xc.dtype)
-        if carry is None:
-            cv, ci = np.empty((0, 0), xc.dtype), np.empty((0, 0), np.int64)
-        else:
-            cv, ci = (np.ascontiguousarray(c) for c in carry)
-        be.run("selection", "cumext_from", xc, is_max, cv, ci, off, v3,
-               indices.reshape(xc.shape))
-        if values.dtype != xc.dtype:     # float16, computed in float32
-            values[...] = v3.reshape(b.shape)
-        return values, indices
-    v3, i3 = (fastops.cummax if is_max else fastops.cummin)(xc, 1)
-    if off:
-        i3 += off                       # a fresh array of this task: in place is safe
-    if carry is not None:
-        cv, ci = carry[0][:, None, :], carry[1][:, None, :]
-        w = _wins_carry(v3, cv, is_max, xp)
-        v3, i3 = xp.where(w, cv, v3), xp.where(w, ci, i3)
-    values[...] = v3.reshape(b.shape)
-    indices[...] = i3.reshape(b.shape)
+    v3 = values.reshape(xc.shape) if values.dtype == xc.dtype else \
+        xp.empty(xc.shape, xc.dtype)
+    if carry is None:
+        cv, ci = xp.empty((0, 0), xc.dtype), xp.empty((0, 0), np.int64)
+    else:
+        cv, ci = (xp.ascontiguousarray(c) for c in carry)
+    be.run("selection", "cumext_from", xc, is_max, cv, ci, off, v3,
+           indices.reshape(xc.shape))
+    if values.dtype != xc.dtype:     # float16, computed in float32
+        values[...] = v3.reshape(b.shape)
     return values, indices
 
 
@@ -336,9 +319,7 @@ _CUM_DOC = """Running {what} of a dask array along ``axis`` and the global index
                         parallel); a carry per chunk border from the summaries (the
                         rule above as an associative select); per chunk one scan that
                         starts each lane from its carry and writes the values and
-                        global indices directly (CPU).  CuPy chunks: the GPU kernel
-                        has no carry-in, so there the scan is followed by a fix-up
-                        (offset added, the prefix where the carry wins replaced)
+                        global indices directly (the CPU and GPU kernels alike)
     peer                ``da.cumreduction(np.{ufunc}.accumulate, ...)`` gives the
                         values only
     ==================  ============================================================

@@ -4,6 +4,7 @@
 // element strides (s_outer, s_n, s_inner); outputs are C-contiguous (outer, m, inner).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -72,7 +73,7 @@ inline void heap_sift_down(Entry<T>* h, int64_t k, int64_t pos) {
 
 // Select the k best of `m` candidates read by `get(j) -> Entry`, into out[0:k]: best first
 // when `sorted`, else in ascending index order (deterministic, and what the GPU kernel's
-// ordered compaction gives).  `scratch` grows to m entries on the partition path.
+// ordered compaction gives).  `scratch` grows on the partition path.
 //
 // Algorithm switch, measured on the 2-core CI machine (x86-64, one thread, float32
 // normal rows; heap vs nth_element+sort of the k winners, ms per 2M elements):
@@ -80,20 +81,81 @@ inline void heap_sift_down(Entry<T>* h, int64_t k, int64_t pos) {
 //   n=100000: k=1024 15 vs 21, k=2048 25 vs 24.
 // The heap wins while n/k is above about 24 (replacements grow like k*log(n/k)).
 constexpr int64_t kHeapRatio = 24;
-// (A sorted insertion list for k <= 8 was tried on the short-row sweep of
-// fastops/_bench/selection.py: no gain over heap/partition on a quiet machine, removed.)
+// Below the heap's range, k <= kInsertMax keeps a sorted insertion list instead of
+// partitioning (topk 100000x20 k=5 and 20000x80 k=5 of the short-row sweep, fastops/
+// _bench/selection.py, were 1.3-1.8x onnxruntime with the partition).
+constexpr int64_t kInsertMax = 16;
 
 template <typename T>
 inline void sort_by_index(Entry<T>* e, int64_t k) {
   std::sort(e, e + k, [](const Entry<T>& a, const Entry<T>& b) { return a.i < b.i; });
 }
 
+// The best of m contiguous values (k = 1): a branch-free max (min) in kLanes independent
+// accumulators, with a NaN flag on the side, then the first position holding the best
+// value (ties -> lower index; -0.0 ties +0.0).  A NaN is the best for largest (the first
+// NaN wins); for smallest it is the worst, and a row holding one takes the full rule in
+// a plain scan (rare).  The branchy scan paid a misprediction per new best: 1.5x slower
+// on rows of 20 and 80, 1.3x on rows of 1000 (one thread, float32, x86-64 baseline and
+// v3; fastops/_bench/selection.py "topk short rows", k=1).
+template <typename T, bool Largest>
+inline Entry<T> best_contiguous(const T* p, int64_t m, int64_t offset) {
+  using R = Rank<T, Largest>;
+  constexpr int kLanes = 4;
+  auto beats = [](T v, T b) { return Largest ? v > b : v < b; };  // NaN never beats
+  T b = p[0];
+  bool nan = false;
+  int64_t j = 0;
+  if (m >= 2 * kLanes) {
+    T acc[kLanes];
+    bool lane_nan[kLanes] = {};
+    for (int l = 0; l < kLanes; ++l) acc[l] = p[l];
+    for (; j + kLanes <= m; j += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const T v = p[j + l];
+        acc[l] = beats(v, acc[l]) ? v : acc[l];
+        lane_nan[l] |= is_nan(v);
+      }
+    for (int l = 0; l < kLanes; ++l) {
+      b = beats(acc[l], b) ? acc[l] : b;
+      nan |= lane_nan[l];
+    }
+  }
+  for (; j < m; ++j) {
+    b = beats(p[j], b) ? p[j] : b;
+    nan |= is_nan(p[j]);
+  }
+  // (the searches are bounded: another thread may rewrite the row meanwhile; the result
+  // is then unspecified, but nothing is read past the row)
+  j = 0;
+  if (!nan) {
+    while (j < m - 1 && !(p[j] == b)) ++j;
+  } else if (Largest) {
+    while (j < m - 1 && !is_nan(p[j])) ++j;
+  } else {
+    for (int64_t t = 1; t < m; ++t)
+      if (R::value_better(p[t], p[j])) j = t;
+  }
+  return Entry<T>{p[j], j + offset};
+}
+
+// The partition path's scratch, grown on demand and reused across rows.
+template <typename T>
+struct SelectScratch {
+  std::vector<T> vals;        // candidates, their permuted copy, the sample
+  std::vector<int64_t> pos;   // the candidates' positions in the row
+};
+
 template <typename T, bool Largest, typename Get>
 inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
-                     std::vector<Entry<T>>& scratch) {
+                     SelectScratch<T>& scratch) {
   using R = Rank<T, Largest>;
   if (k == 0) return;
   if (k == 1) {  // linear scan
+    if (const T* p = get.contiguous()) {
+      out[0] = best_contiguous<T, Largest>(p, m, get.offset);
+      return;
+    }
     Entry<T> best = get(0);
     for (int64_t j = 1; j < m; ++j) {
       T v = get.value(j);
@@ -129,13 +191,76 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     else sort_by_index(out, k);
     return;
   }
-  if (static_cast<int64_t>(scratch.size()) < m) scratch.resize(m);
-  Entry<T>* s = scratch.data();
-  for (int64_t j = 0; j < m; ++j) s[j] = get(j);
-  if (k < m) std::nth_element(s, s + (k - 1), s + m, R());
-  if (sorted) std::sort(s, s + k, R());
-  else sort_by_index(s, k);
-  std::memcpy(out, s, sizeof(Entry<T>) * k);
+  if (k <= kInsertMax) {  // short rows, small k: a sorted list of the k best
+    int64_t kept = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      const T v = get.value(j);
+      if (kept == k && !R::value_better(v, out[k - 1].v)) continue;
+      // the worst kept falls off a full list; v goes after every value it does not beat
+      // (equal values keep their lower indices first)
+      int64_t p = kept < k ? kept++ : k - 1;
+      for (; p > 0 && R::value_better(v, out[p - 1].v); --p) out[p] = out[p - 1];
+      out[p] = get(j);
+    }
+    if (!sorted) sort_by_index(out, k);
+    return;
+  }
+  // Partition: the k-th best value by nth_element over values alone (a quarter of the
+  // bytes of (value, index) entries to move), then one pass in index order that keeps
+  // the values better than it and its ties, lowest index first.  On long rows both run
+  // on candidates only: the values that rank at or above a threshold taken from an
+  // evenly strided sample a few deviations below the k-th's expected rank, kept with
+  // their positions by a branch-free filter; when fewer than k pass (unlikely but
+  // possible), on every value.  (topk 10000x1000 k=100 and 64x20000 k=2000, fastops/
+  // _bench/selection.py: nth_element over every value was 60% of the call.)
+  const int64_t n_sample = m >= 512 ? std::min<int64_t>(1024, std::max<int64_t>(64, m / 32)) : 0;
+  if (static_cast<int64_t>(scratch.vals.size()) < 2 * m + n_sample)
+    scratch.vals.resize(2 * m + n_sample);
+  T* cand = scratch.vals.data();  // [0, m): candidates in index order
+  T* work = cand + m;             // [m, 2m): their copy, permuted by nth_element
+  auto by_rank = [](T a, T b) { return R::value_better(a, b); };
+  int64_t c = 0;
+  if (n_sample) {
+    if (static_cast<int64_t>(scratch.pos.size()) < m) scratch.pos.resize(m);
+    int64_t* pos = scratch.pos.data();
+    T* sample = cand + 2 * m;
+    for (int64_t t = 0; t < n_sample; ++t) sample[t] = get.value(t * m / n_sample);
+    const double expect = static_cast<double>(k) * n_sample / m;
+    const int64_t q = static_cast<int64_t>(expect + 3 * std::sqrt(expect) + 3);
+    if (q < n_sample) {
+      std::nth_element(sample, sample + q, sample + n_sample, by_rank);
+      const T thr = sample[q];
+      for (int64_t j = 0; j < m; ++j) {
+        const T v = get.value(j);
+        cand[c] = v;
+        pos[c] = j;
+        c += !R::value_better(thr, v);
+      }
+    }
+  }
+  const bool every = c < k;
+  if (every) {
+    for (int64_t j = 0; j < m; ++j) cand[j] = get.value(j);
+    c = m;
+  }
+  std::copy(cand, cand + c, work);
+  std::nth_element(work, work + (k - 1), work + c, by_rank);
+  const T kth = work[k - 1];
+  int64_t ties = k;  // the ties of kth that fit: k minus the values better than it
+  for (int64_t t = 0; t < k - 1; ++t) ties -= R::value_better(work[t], kth);
+  int64_t got = 0;
+  for (int64_t t = 0; t < c && got < k; ++t) {
+    const T v = cand[t];
+    bool keep = R::value_better(v, kth);
+    if (!keep && ties > 0 && !R::value_better(kth, v)) {
+      keep = true;
+      --ties;
+    }
+    if (keep) out[got++] = get(every ? t : scratch.pos[t]);
+  }
+  // (got < k only when another thread rewrote the row meanwhile: unspecified, but set)
+  for (; got < k; ++got) out[got] = get(m - 1);
+  if (sorted) std::sort(out, out + k, R());
 }
 
 template <typename T>
@@ -151,6 +276,7 @@ struct StridedRow {
 template <typename T>
 struct EntryArray {
   const Entry<T>* e;
+  static constexpr int64_t offset = 0;  // (never contiguous: best_contiguous is not used)
   inline T value(int64_t j) const { return e[j].v; }
   inline Entry<T> operator()(int64_t j) const { return e[j]; }
   inline const T* contiguous() const { return nullptr; }
@@ -170,8 +296,7 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
     chunks = static_cast<int>(std::min<int64_t>(nthreads, by_len));
     if (chunks < 1) chunks = 1;
   }
-  auto emit = [&](int64_t r, const Entry<T>* best) {
-    int64_t o = r / inner, j = r % inner;
+  auto emit = [&](int64_t o, int64_t j, const Entry<T>* best) {
     T* vo = values + o * k * inner + j;
     int64_t* io = indices + o * k * inner + j;
     for (int64_t t = 0; t < k; ++t) {
@@ -185,7 +310,7 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
       const int64_t len = (n + chunks - 1) / chunks;
       std::vector<Entry<T>> cand(static_cast<size_t>(chunks) * k);
       std::vector<int64_t> got(chunks, 0);
-      std::vector<std::vector<Entry<T>>> scratches(static_cast<size_t>(chunks));
+      std::vector<SelectScratch<T>> scratches(static_cast<size_t>(chunks));
       parallel_for(chunks, 1, chunks, [&](int64_t c0, int64_t c1, int slot) {
         for (int64_t c = c0; c < c1; ++c) {
           int64_t b = c * len, e = std::min(n, b + len);
@@ -202,23 +327,32 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
         std::memmove(cand.data() + total, cand.data() + c * k, sizeof(Entry<T>) * got[c]);
         total += got[c];
       }
-      std::vector<Entry<T>> best(k), scratch;
+      std::vector<Entry<T>> best(k);
+      SelectScratch<T> scratch;
       select_k<T, Largest>(EntryArray<T>{cand.data()}, total, k, sorted, best.data(), scratch);
-      emit(r, best.data());
+      emit(r / inner, r % inner, best.data());
     }
     return;
   }
   const int nt = threads_for(work_product(rows, n), nthreads);
   // per-thread heaps and partition scratch (allocated by the thread that uses them)
-  std::vector<std::vector<Entry<T>>> bests(static_cast<size_t>(nt)), scratches(bests.size());
+  std::vector<std::vector<Entry<T>>> bests(static_cast<size_t>(nt));
+  std::vector<SelectScratch<T>> scratches(bests.size());
   parallel_for(rows, chunk_for(rows, nt), nt, [&](int64_t r0, int64_t r1, int slot) {
     std::vector<Entry<T>>& best = bests[slot];
     best.resize(static_cast<size_t>(k));
+    // (o, j) of row r counted along: two 64-bit divisions per row cost as much as
+    // scanning a row of 20 elements
+    int64_t o = r0 / inner, j = r0 % inner;
     for (int64_t r = r0; r < r1; ++r) {
-      const T* row = x + (r / inner) * s_outer + (r % inner) * s_inner;
+      const T* row = x + o * s_outer + j * s_inner;
       select_k<T, Largest>(StridedRow<T>{row, s_n, 0}, n, k, sorted, best.data(),
                            scratches[slot]);
-      emit(r, best.data());
+      emit(o, j, best.data());
+      if (++j == inner) {
+        j = 0;
+        ++o;
+      }
     }
   });
 }

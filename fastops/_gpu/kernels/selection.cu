@@ -161,23 +161,40 @@ __device__ __forceinline__ CumState cum_combine(CumState a, CumState b, int is_m
   return take_b ? b : a;
 }
 
+// The scans below serve fastops.cummax/cummin and the chunked forms of fastops.dask (the
+// same contract as the CPU's cumext_from / cumext_last, include/selection.hpp):
+//   has_carry: lane c's running pair starts from (carry_v[c], carry_i[c]) (the running
+//              pair of the earlier chunks; lanes are c = o * inner + j) instead of its
+//              first element.  The carry is combined with cum_combine, the associative
+//              form of the take rule, so the result is the whole array's scan bit for bit.
+//   offset:    the global position of element 0 (indices written are i + offset).
+//   last_only: only the final running pair of each lane is written, to values[c] /
+//              indices[c] ((outer, inner) arrays): the read-only summary pass.
+
 // Contiguous-axis scan (inner == 1): one block per row, tiles of blockDim elements, a
 // Hillis-Steele scan of CumState per tile plus the carry of the previous tiles.  Reads
 // and writes are coalesced, unlike one thread per row.
 extern "C" __global__ void cumext_rows(const T* x, i64 rows, i64 n, i64 s_row, i64 s_n,
-                                       int is_max, T* values, i64* indices) {
+                                       int is_max, const T* carry_v, const i64* carry_i,
+                                       int has_carry, i64 offset, int last_only, T* values,
+                                       i64* indices) {
   __shared__ T sv[1024];
   __shared__ i64 si[1024];
   __shared__ CumState carry;
   const int tid = threadIdx.x, bd = blockDim.x;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * s_row;
+    if (tid == 0 && has_carry) {
+      carry.v = carry_v[r];
+      carry.i = carry_i[r];
+    }
+    __syncthreads();
     for (i64 base = 0; base < n; base += bd) {
       const i64 i = base + tid;
       const i64 last = (n - base < bd ? n - base : bd) - 1;  // last valid lane
       CumState e;
       e.v = xr[(i < n ? i : n - 1) * s_n];  // lanes past the end only follow the valid ones
-      e.i = i;
+      e.i = i + offset;
       for (int off = 1; off < bd; off <<= 1) {
         sv[tid] = e.v;
         si[tid] = e.i;
@@ -190,10 +207,14 @@ extern "C" __global__ void cumext_rows(const T* x, i64 rows, i64 n, i64 s_row, i
         }
         __syncthreads();
       }
-      if (base > 0) e = cum_combine(carry, e, is_max);
-      if (i < n) {
+      if (base > 0 || has_carry) e = cum_combine(carry, e, is_max);
+      if (i < n && !last_only) {
         values[r * n + i] = e.v;
         indices[r * n + i] = e.i;
+      }
+      if (i == n - 1 && last_only) {
+        values[r] = e.v;
+        indices[r] = e.i;
       }
       __syncthreads();  // everyone has read the old carry
       if (tid == last) carry = e;
@@ -205,8 +226,9 @@ extern "C" __global__ void cumext_rows(const T* x, i64 rows, i64 n, i64 s_row, i
 // One thread per (outer, inner) column, scanning along n; coalesced when inner is the
 // contiguous axis.  torch's rule: take x if NaN, or if running is not NaN and x >=/<= it.
 extern "C" __global__ void cumext(const T* x, i64 outer, i64 n, i64 inner, i64 s_outer,
-                                  i64 s_n, i64 s_inner, int is_max, T* values,
-                                  i64* indices) {
+                                  i64 s_n, i64 s_inner, int is_max, const T* carry_v,
+                                  const i64* carry_i, int has_carry, i64 offset,
+                                  int last_only, T* values, i64* indices) {
   const i64 cols = outer * inner;
   for (i64 c = (i64)blockIdx.x * blockDim.x + threadIdx.x; c < cols;
        c += (i64)gridDim.x * blockDim.x) {
@@ -214,18 +236,25 @@ extern "C" __global__ void cumext(const T* x, i64 outer, i64 n, i64 inner, i64 s
     const T* xc = x + o * s_outer + j * s_inner;
     T* vc = values + o * n * inner + j;
     i64* ic = indices + o * n * inner + j;
-    T cur = xc[0];
-    i64 ci = 0;
+    // without a carry the first element is taken (the rule takes x against itself)
+    T cur = has_carry ? carry_v[c] : xc[0];
+    i64 ci = has_carry ? carry_i[c] : offset;
     for (i64 i = 0; i < n; ++i) {
       const T v = xc[i * s_n];
       const bool take = is_nan(v) ||
                         (!is_nan(cur) && (is_max ? !(v < cur) : !(v > cur)));
       if (take) {
         cur = v;
-        ci = i;
+        ci = i + offset;
       }
-      vc[i * inner] = cur;
-      ic[i * inner] = ci;
+      if (!last_only) {
+        vc[i * inner] = cur;
+        ic[i * inner] = ci;
+      }
+    }
+    if (last_only) {
+      values[c] = cur;
+      indices[c] = ci;
     }
   }
 }
