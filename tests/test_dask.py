@@ -228,6 +228,11 @@ def test_cummax_blelloch_many_chunks_and_tasks():
                 depth[k] = 1 + max((level(d) for d in deps[k]), default=0)
             return depth[k]
         assert max(level(k) for k in deps) <= most
+    # up to 16 chunks, sequential folds the summaries in the final tasks: no carry tasks
+    few = fd.cummax(da.from_array(x, chunks=(2, 10)), 1).values.__dask_graph__()
+    assert not [k for n in few.layers if "-carry-" in n for k in few.layers[n]]
+    finals = [few.layers[n] for n in few.layers if "-final-" in n][0]
+    assert max(len(t.dependencies) for t in finals.values()) == 1 + 9   # chunk + 9 summaries
 
 
 @pytest.mark.parametrize("dtype", ["int16", "uint32", "float16", "float32", "float64"])

@@ -66,6 +66,28 @@ def test_topk_short_rows_every_k(xp, dtype):
             check_topk(x[:, :k + 1], k, -1, largest, sorted=False, xp=xp)
 
 
+@pytest.mark.parametrize("dtype", ALL_REAL)
+def test_topk_long_rows_partition(xp, dtype):
+    """Rows >= 512 with k past the heap's range: the partition over the candidates of a
+    strided sample's threshold (and its fallback to every value when the sample lies:
+    the sampled positions hold the row's largest values), the packed-key sort of the
+    winners; ties, NaN, +-inf and signed zeros, sorted and unsorted."""
+    rng = np.random.default_rng(3)
+    m = 3000
+    x = np.concatenate([sample((2, m), dtype, rng), sample((2, m), dtype, rng, ties=True),
+                        sample((2, m), dtype, rng, ties=True, specials=True)])
+    liar = sample((2, m), dtype, rng, ties=True)
+    n_sample = max(64, m // 32)
+    liar[:, np.arange(n_sample) * m // n_sample] = np.iinfo(liar.dtype).max \
+        if liar.dtype.kind in "iu" else 1e4
+    liar[1] = liar[0][::-1]
+    x = np.concatenate([x, liar])
+    for k in (60, 300, 1500):
+        for largest in (True, False):
+            check_topk(x, k, -1, largest, xp=xp)
+            check_topk(x, k, -1, largest, sorted=False, xp=xp)
+
+
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "float16", "float64"])
 def test_topk_k1_every_row_length(xp, dtype):
     """k=1 on contiguous rows (a vectorized reduction to the best value, then its first

@@ -188,10 +188,14 @@ def _cum_summary(block, axis, is_max, off):
     return lv, li
 
 
-def _cum_final(block, axis, is_max, off, carry):
+def _cum_final(block, axis, is_max, off, *prefix):
     """The chunk's final (values, global indices): one kernel pass (cumext_from) whose
-    lanes start from the carry (the running pair of the earlier chunks) and which writes
+    lanes start from the carry, the running pair of the earlier chunks (the fold of
+    ``prefix``: one carry, or the summaries of every earlier chunk), and which writes
     global indices.  The same take rule as the single-array scan, so the same bits."""
+    carry = None
+    for pair in prefix:
+        carry = _combine_pair(is_max, carry, pair)
     be, b, xc = _cum_view(block, axis)
     xp = be.xp
     values = be.empty(b.shape, b.dtype)
@@ -228,6 +232,15 @@ def _blelloch(n):
     return levels
 
 
+# Up to this many chunks along the axis, "sequential" has no carry tasks: each final task
+# folds the summaries of all earlier chunks itself (j small (outer, inner) selects for
+# chunk j), so the graph is two task levels deep instead of a chain of n - 1 hops
+# between workers (dask cummax axis=1, 8 chunks, fastops/_bench/dask.py: the chain's
+# transfers and hops were most of the wall time).  Beyond it the fold's n^2 / 2 selects
+# and the tasks' fan-in grow: the chain (or "blelloch") again.
+_FOLD_IN_FINAL = 16
+
+
 def _cumulative(op, x, axis, method, is_max):
     x = g.as_dask(op, "x", x)
     _validate.dtype_in(op, "x", x, _validate.NUMERIC)
@@ -261,25 +274,31 @@ def _cumulative(op, x, axis, method, is_max):
                              nl * (n - 1), g.TaskRef((x.name,) + idx(j)), ax, is_max,
                              starts[j])
                      for j in range(n - 1)]
-        carries = [None] * n            # carries[j]: the running pair before chunk j
-        if n > 1:
-            carries[1] = summaries[0]
-        if method == "sequential" or n <= 2:
-            for j in range(2, n):
-                carries[j] = gr.task(carry, (names["carry"], j) + lane, _combine_pair, nl,
-                                     is_max, carries[j - 1], summaries[j - 1])
+        # prefixes[j]: the running pairs chunk j's final task folds into its carry
+        if method == "sequential" and n <= _FOLD_IN_FINAL:
+            prefixes = [summaries[:j] for j in range(n)]
         else:
-            items = list(summaries)
-            for lev, steps in enumerate(_blelloch(n - 1)):
-                new = list(items)
-                for t, s in steps:
-                    new[t] = gr.task(carry, (names["carry"], lev, t) + lane, _combine_pair,
-                                     len(steps) * nl, is_max, items[s], items[t])
-                items = new
-            carries[1:] = items
+            carries = [None] * n        # carries[j]: the running pair before chunk j
+            if n > 1:
+                carries[1] = summaries[0]
+            if method == "sequential":
+                for j in range(2, n):
+                    carries[j] = gr.task(carry, (names["carry"], j) + lane, _combine_pair,
+                                         nl, is_max, carries[j - 1], summaries[j - 1])
+            else:
+                items = list(summaries)
+                for lev, steps in enumerate(_blelloch(n - 1)):
+                    new = list(items)
+                    for t, s in steps:
+                        new[t] = gr.task(carry, (names["carry"], lev, t) + lane,
+                                         _combine_pair, len(steps) * nl, is_max, items[s],
+                                         items[t])
+                    items = new
+                carries[1:] = items
+            prefixes = [() if c is None else (c,) for c in carries]
         for j in range(n):
             fx = gr.task(final, (names["final"],) + idx(j), _cum_final, width,
-                         g.TaskRef((x.name,) + idx(j)), ax, is_max, starts[j], carries[j])
+                         g.TaskRef((x.name,) + idx(j)), ax, is_max, starts[j], *prefixes[j])
             gr.task(vl, (names["values"],) + idx(j), _take, width, fx, 0)
             gr.task(il, (names["indices"],) + idx(j), _take, width, fx, 1)
     values = gr.array(names["values"], x.chunks, g.meta(x, x.ndim, g.native(x.dtype)))
@@ -296,11 +315,13 @@ _CUM_DOC = """Running {what} of a dask array along ``axis`` and the global index
         Any chunking (known chunk sizes along ``axis``).
     axis : int
     method : {{"sequential", "blelloch"}}
-        How the carries between chunks are computed.  "sequential" (default): a chain of
-        one small task per chunk boundary (``n - 1`` steps of latency for ``n`` chunks
-        along ``axis``).  "blelloch": a Brent-Kung prefix network over the chunks'
-        summaries, ``2 log2(n)`` steps of latency and about ``2n`` small tasks, for many
-        chunks.  Both give the same bits.
+        How the carries between chunks are computed.  "sequential" (default): the
+        summaries folded in order; with up to 16 chunks along ``axis`` each chunk's
+        scan folds the earlier summaries itself (two task levels, no carry tasks),
+        beyond that a chain of one small task per chunk boundary (``n - 1`` steps of
+        latency for ``n`` chunks).  "blelloch": a Brent-Kung prefix network over the
+        chunks' summaries, ``2 log2(n)`` steps of latency and about ``2n`` small tasks,
+        for many chunks.  Both give the same bits.
 
     Returns
     -------
@@ -316,7 +337,7 @@ _CUM_DOC = """Running {what} of a dask array along ``axis`` and the global index
     NaN                 propagates, the index following each later NaN (torch)
     graph               per chunk but the last a read-only summary pass (the
                         chunk's final running value and global index per lane, in
-                        parallel); a carry per chunk border from the summaries (the
+                        parallel); the carry of each chunk from the summaries (the
                         rule above as an associative select); per chunk one scan that
                         starts each lane from its carry and writes the values and
                         global indices directly (the CPU and GPU kernels alike)

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "common.hpp"
@@ -91,43 +92,113 @@ inline void sort_by_index(Entry<T>* e, int64_t k) {
   std::sort(e, e + k, [](const Entry<T>& a, const Entry<T>& b) { return a.i < b.i; });
 }
 
-// The best of m contiguous values (k = 1): a branch-free max (min) in kLanes independent
-// accumulators, with a NaN flag on the side, then the first position holding the best
-// value (ties -> lower index; -0.0 ties +0.0).  A NaN is the best for largest (the first
-// NaN wins); for smallest it is the worst, and a row holding one takes the full rule in
-// a plain scan (rare).  The branchy scan paid a misprediction per new best: 1.5x slower
-// on rows of 20 and 80, 1.3x on rows of 1000 (one thread, float32, x86-64 baseline and
-// v3; fastops/_bench/selection.py "topk short rows", k=1).
-template <typename T, bool Largest>
-inline Entry<T> best_contiguous(const T* p, int64_t m, int64_t offset) {
-  using R = Rank<T, Largest>;
-  constexpr int kLanes = 4;
-  auto beats = [](T v, T b) { return Largest ? v > b : v < b; };  // NaN never beats
+#if defined(__SSE2__)
+// The SSE2 operations extreme_value needs, for float and double.
+template <typename T>
+struct Sse;
+template <>
+struct Sse<float> {
+  using V = __m128;
+  static constexpr int64_t kWidth = 4;
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static V max(V a, V b) { return _mm_max_ps(a, b); }
+  static V min(V a, V b) { return _mm_min_ps(a, b); }
+  static V unord(V v) { return _mm_cmpunord_ps(v, v); }
+  static V bor(V a, V b) { return _mm_or_ps(a, b); }
+  static bool any(V v) { return _mm_movemask_ps(v) != 0; }
+};
+template <>
+struct Sse<double> {
+  using V = __m128d;
+  static constexpr int64_t kWidth = 2;
+  static V load(const double* p) { return _mm_loadu_pd(p); }
+  static void store(double* p, V v) { _mm_storeu_pd(p, v); }
+  static V max(V a, V b) { return _mm_max_pd(a, b); }
+  static V min(V a, V b) { return _mm_min_pd(a, b); }
+  static V unord(V v) { return _mm_cmpunord_pd(v, v); }
+  static V bor(V a, V b) { return _mm_or_pd(a, b); }
+  static bool any(V v) { return _mm_movemask_pd(v) != 0; }
+};
+#endif
+
+// The max (Max) or min of p[0:n] by plain > (<), so NaN never wins, and whether any
+// value is NaN: branch-free, in independent accumulators.  Explicit SSE2 for float and
+// double (the compiler vectorized the generic loop for some lane counts and types
+// only: 4x slower where it did not); other types vectorize as written.  The result is
+// one of the values that compare equal to the extreme (which zero, for signed zeros,
+// depends on the lanes): callers locate the position by ==.
+template <typename T, bool Max>
+inline T extreme_value(const T* p, int64_t n, bool* has_nan) {
+  auto beats = [](T v, T b) { return Max ? v > b : v < b; };
   T b = p[0];
   bool nan = false;
   int64_t j = 0;
-  if (m >= 2 * kLanes) {
-    T acc[kLanes];
-    bool lane_nan[kLanes] = {};
-    for (int l = 0; l < kLanes; ++l) acc[l] = p[l];
-    for (; j + kLanes <= m; j += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
-        const T v = p[j + l];
-        acc[l] = beats(v, acc[l]) ? v : acc[l];
-        lane_nan[l] |= is_nan(v);
+#if defined(__SSE2__)
+  if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
+    using S = Sse<T>;
+    using V = typename S::V;
+    constexpr int64_t W = S::kWidth, step = 4 * W;
+    // max(v, a) = v > a ? v : a, exactly `beats`; likewise min
+    auto pick = [](V v, V a) { return Max ? S::max(v, a) : S::min(v, a); };
+    if (n >= step) {
+      V a0 = S::load(p), a1 = S::load(p + W), a2 = S::load(p + 2 * W), a3 = S::load(p + 3 * W);
+      V u = S::bor(S::bor(S::unord(a0), S::unord(a1)), S::bor(S::unord(a2), S::unord(a3)));
+      for (j = step; j + step <= n; j += step) {
+        const V v0 = S::load(p + j), v1 = S::load(p + j + W), v2 = S::load(p + j + 2 * W),
+                v3 = S::load(p + j + 3 * W);
+        a0 = pick(v0, a0);
+        a1 = pick(v1, a1);
+        a2 = pick(v2, a2);
+        a3 = pick(v3, a3);
+        u = S::bor(u, S::bor(S::bor(S::unord(v0), S::unord(v1)),
+                             S::bor(S::unord(v2), S::unord(v3))));
       }
-    for (int l = 0; l < kLanes; ++l) {
-      b = beats(acc[l], b) ? acc[l] : b;
-      nan |= lane_nan[l];
+      T lanes[step];
+      S::store(lanes, a0);
+      S::store(lanes + W, a1);
+      S::store(lanes + 2 * W, a2);
+      S::store(lanes + 3 * W, a3);
+      nan = S::any(u);
+      b = lanes[0];
+      for (int64_t l = 1; l < step; ++l) b = beats(lanes[l], b) ? lanes[l] : b;
+    }
+  } else
+#endif
+  {
+    constexpr int kLanes = 16;
+    if (n >= kLanes) {
+      T acc[kLanes];
+      for (int l = 0; l < kLanes; ++l) acc[l] = p[l];
+      for (j = kLanes; j + kLanes <= n; j += kLanes)
+        for (int l = 0; l < kLanes; ++l) acc[l] = beats(p[j + l], acc[l]) ? p[j + l] : acc[l];
+      for (int l = 0; l < kLanes; ++l) b = beats(acc[l], b) ? acc[l] : b;
+      if constexpr (std::is_floating_point<T>::value)   // (long double, if ever)
+        for (int64_t t = 0; t < j; ++t) nan |= is_nan(p[t]);
     }
   }
-  for (; j < m; ++j) {
+  for (; j < n; ++j) {
     b = beats(p[j], b) ? p[j] : b;
     nan |= is_nan(p[j]);
   }
+  *has_nan = nan;
+  return b;
+}
+
+// The best of m contiguous values (k = 1): extreme_value, then the first position
+// holding it (ties -> lower index; -0.0 ties +0.0).  A NaN is the best for largest (the
+// first NaN wins); for smallest it is the worst, and a row holding one takes the full
+// rule in a plain scan (rare).  The branchy scan paid a misprediction per new best:
+// 1.5x slower on rows of 20 and 80, 1.3x on rows of 1000 (one thread, float32;
+// fastops/_bench/selection.py "topk short rows", k=1).
+template <typename T, bool Largest>
+inline Entry<T> best_contiguous(const T* p, int64_t m, int64_t offset) {
+  using R = Rank<T, Largest>;
+  bool nan;
+  const T b = extreme_value<T, Largest>(p, m, &nan);
   // (the searches are bounded: another thread may rewrite the row meanwhile; the result
   // is then unspecified, but nothing is read past the row)
-  j = 0;
+  int64_t j = 0;
   if (!nan) {
     while (j < m - 1 && !(p[j] == b)) ++j;
   } else if (Largest) {
@@ -144,7 +215,51 @@ template <typename T>
 struct SelectScratch {
   std::vector<T> vals;        // candidates, their permuted copy, the sample
   std::vector<int64_t> pos;   // the candidates' positions in the row
+  std::vector<uint64_t> keys; // sort_index_ordered's packed keys
+  std::vector<Entry<T>> tmp;
 };
+
+// A 32-bit key of a value of 4 bytes or fewer that orders as Rank does, smaller first:
+// NaN first for largest and last for smallest, -0.0 equal to +0.0.
+template <typename T, bool Largest>
+inline uint32_t rank_key32(T v) {
+  uint32_t u;
+  if constexpr (std::is_floating_point<T>::value) {
+    if (is_nan(v)) return Largest ? 0u : ~0u;
+    if (v == 0) v = 0;  // -0.0 ties +0.0
+    uint32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    u = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+  } else if constexpr (std::is_signed<T>::value) {
+    u = static_cast<uint32_t>(static_cast<int32_t>(v)) ^ 0x80000000u;
+  } else {
+    u = static_cast<uint32_t>(v);
+  }
+  return Largest ? ~u : u;
+}
+
+// Sort out[0:k], which is in ascending index order, best first.  For values of 4 bytes
+// or fewer, one std::sort of (key << 32 | position) integers, then a permutation: equal
+// keys keep their order, which is the index order (the Rank comparator on 16-byte
+// entries took 30% of topk 10000x1000 k=100, fastops/_bench/selection.py).
+template <typename T, bool Largest>
+inline void sort_index_ordered(Entry<T>* out, int64_t k, SelectScratch<T>& s) {
+  constexpr bool kPackable = sizeof(T) <= 4 &&
+                             (std::is_integral<T>::value || std::is_same<T, float>::value);
+  if constexpr (kPackable) {
+    if (k <= (int64_t(1) << 32)) {
+      s.keys.resize(static_cast<size_t>(k));
+      for (int64_t t = 0; t < k; ++t)
+        s.keys[t] = (static_cast<uint64_t>(rank_key32<T, Largest>(out[t].v)) << 32) |
+                    static_cast<uint64_t>(t);
+      std::sort(s.keys.begin(), s.keys.end());
+      s.tmp.assign(out, out + k);
+      for (int64_t t = 0; t < k; ++t) out[t] = s.tmp[s.keys[t] & 0xffffffffu];
+      return;
+    }
+  }
+  std::sort(out, out + k, Rank<T, Largest>());
+}
 
 template <typename T, bool Largest, typename Get>
 inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
@@ -260,7 +375,7 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
   }
   // (got < k only when another thread rewrote the row meanwhile: unspecified, but set)
   for (; got < k; ++got) out[got] = get(m - 1);
-  if (sorted) std::sort(out, out + k, R());
+  if (sorted) sort_index_ordered<T, Largest>(out, k, scratch);
 }
 
 template <typename T>
@@ -396,6 +511,26 @@ inline bool cum_any_take(const T* p, T cur) {
   return any != 0;
 }
 
+// The final running pair of a contiguous row (no carry), without the scan: the rule
+// takes every NaN and every value >= (<=) the running one, so the row ends on its last
+// NaN if it has one, else on the last position equal to its max (min): extreme_value,
+// then a backward search.  The summary pass of fastops.dask.cummax along rows ran at the
+// scan's speed before (dask cummax axis=1, fastops/_bench/dask.py).
+template <typename T, bool Max>
+inline int64_t cum_last_contiguous(const T* p, int64_t n) {
+  bool nan;
+  const T b = extreme_value<T, Max>(p, n, &nan);
+  // (bounded: another thread may rewrite the row meanwhile; the result is then
+  // unspecified, but nothing is read outside the row)
+  int64_t j = n - 1;
+  if (nan) {
+    while (j > 0 && !is_nan(p[j])) --j;
+  } else {
+    while (j > 0 && !(p[j] == b)) --j;
+  }
+  return j;
+}
+
 // One scan of x viewed as (outer, n, inner) along n, in three modes chosen at compile time:
 //   Carry: each lane's running (value, index) starts from (cv, ci)[o * inner + j] (a
 //          value in T, a global int64 index) instead of the lane's first element; the
@@ -422,6 +557,12 @@ void cumext_scan(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_
     parallel_for(outer, chunk_for(outer, nt), nt, [&](int64_t o0, int64_t o1, int) {
       for (int64_t o = o0; o < o1; ++o) {
         const T* xr = x + o * s_outer;
+        if (!Write && !Carry && s_n == 1) {  // the read-only summary: a reduction
+          const int64_t j = cum_last_contiguous<T, Max>(xr, n);
+          last_v[o] = xr[j];
+          last_i[o] = j + offset;
+          continue;
+        }
         T* vr = Write ? values + o * n : nullptr;
         int64_t* ir = Write ? indices + o * n : nullptr;
         T cur = Carry ? cv[o] : xr[0];
