@@ -57,9 +57,12 @@ def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
     Ties: the lower index comes first (ONNX).  NaN ranks above every number, for
     ``largest=False`` too, so NaNs are picked first by largest and last by smallest
     (``torch.topk``'s rule; ONNX leaves it unspecified and ONNX Runtime is NaN-unaware).
-    float16 is compared in float32 and returned as float16.  Algorithm: linear scan for
-    k = 1, a heap while k is small against the row, else partition + sort of the k
-    winners; rows run in parallel, and a single long row is split across threads.
+    float16 is compared in float32 and returned as float16.  Algorithm: for k = 1 a
+    vectorized max/min then the first position holding it; a heap while k is small
+    against the row; a sorted insertion list for k <= 16 on short rows; else a
+    partition (nth_element over the values that pass a threshold from a strided sample)
+    and a sort of the k winners; rows run in parallel, and a single long row is split
+    across threads.
     """
     op = "topk"
     be, (x,) = _dispatch.prepare(op, x=x)
