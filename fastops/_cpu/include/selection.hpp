@@ -531,6 +531,55 @@ inline int64_t cum_last_contiguous(const T* p, int64_t n) {
   return j;
 }
 
+// One row of the column scan: for j in [j0, j1), (vi, ii)[j] = (x, gi) where cum_take
+// takes x against (vp, ip)[j], else (vp, ip)[j]; vi / ii may be vp / ip (in place).
+// SSE2 for float and double on contiguous rows: the loop mixes the values' width with
+// 8-byte indices, which the compiler leaves scalar on the baseline build (cummax
+// 4096x4096 float32 axis=0, fastops/_bench/selection.py).  The selects are bitwise, so
+// the bits (NaN payloads, signed zeros) are the scalar loop's.
+template <typename T, bool Max>
+inline void cum_row_step(const T* xi, int64_t s_inner, const T* vp, const int64_t* ip,
+                         T* vi, int64_t* ii, int64_t gi, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+#if defined(__SSE2__)
+  if (s_inner == 1) {
+    const __m128i g = _mm_set1_epi64x(gi);
+    auto pick_index = [&](__m128i take, int64_t at) {  // take: two 64-bit lane masks
+      const __m128i prev = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ip + at));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(ii + at),
+                       _mm_or_si128(_mm_and_si128(take, g), _mm_andnot_si128(take, prev)));
+    };
+    if constexpr (std::is_same<T, float>::value) {
+      for (; j + 4 <= j1; j += 4) {
+        const __m128 v = _mm_loadu_ps(xi + j), c = _mm_loadu_ps(vp + j);
+        // cum_take: x NaN, or x >= (<=) cur, which an ordered compare already makes
+        // false when cur is NaN
+        const __m128 take = _mm_or_ps(_mm_cmpunord_ps(v, v),
+                                      Max ? _mm_cmpge_ps(v, c) : _mm_cmple_ps(v, c));
+        _mm_storeu_ps(vi + j, _mm_or_ps(_mm_and_ps(take, v), _mm_andnot_ps(take, c)));
+        const __m128i t = _mm_castps_si128(take);
+        pick_index(_mm_unpacklo_epi32(t, t), j);
+        pick_index(_mm_unpackhi_epi32(t, t), j + 2);
+      }
+    } else if constexpr (std::is_same<T, double>::value) {
+      for (; j + 2 <= j1; j += 2) {
+        const __m128d v = _mm_loadu_pd(xi + j), c = _mm_loadu_pd(vp + j);
+        const __m128d take = _mm_or_pd(_mm_cmpunord_pd(v, v),
+                                       Max ? _mm_cmpge_pd(v, c) : _mm_cmple_pd(v, c));
+        _mm_storeu_pd(vi + j, _mm_or_pd(_mm_and_pd(take, v), _mm_andnot_pd(take, c)));
+        pick_index(_mm_castpd_si128(take), j);
+      }
+    }
+  }
+#endif
+  for (; j < j1; ++j) {
+    const T v = xi[j * s_inner], cur = vp[j];
+    const bool take = cum_take<T, Max>(v, cur);
+    vi[j] = take ? v : cur;
+    ii[j] = take ? gi : ip[j];
+  }
+}
+
 // One scan of x viewed as (outer, n, inner) along n, in three modes chosen at compile time:
 //   Carry: each lane's running (value, index) starts from (cv, ci)[o * inner + j] (a
 //          value in T, a global int64 index) instead of the lane's first element; the
@@ -633,25 +682,11 @@ void cumext_scan(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_
       for (int64_t i = 1; i < n; ++i) {
         const T* xi = xo + i * s_n;
         const int64_t gi = i + offset;
-        if constexpr (Write) {
-          const T* vp = vo + (i - 1) * inner;
-          const int64_t* ip = io + (i - 1) * inner;
-          T* vi = vo + i * inner;
-          int64_t* ii = io + i * inner;
-          for (int64_t j = j0; j < j1; ++j) {
-            T v = xi[j * s_inner], cur = vp[j];
-            bool take = cum_take<T, Max>(v, cur);
-            vi[j] = take ? v : cur;
-            ii[j] = take ? gi : ip[j];
-          }
-        } else {  // the state is updated in place
-          for (int64_t j = j0; j < j1; ++j) {
-            T v = xi[j * s_inner], cur = vo[j];
-            bool take = cum_take<T, Max>(v, cur);
-            vo[j] = take ? v : cur;
-            io[j] = take ? gi : io[j];
-          }
-        }
+        if constexpr (Write)
+          cum_row_step<T, Max>(xi, s_inner, vo + (i - 1) * inner, io + (i - 1) * inner,
+                               vo + i * inner, io + i * inner, gi, j0, j1);
+        else  // the state is updated in place
+          cum_row_step<T, Max>(xi, s_inner, vo, io, vo, io, gi, j0, j1);
       }
       if (Write && last_v) {
         const T* vl = vo + (n - 1) * inner;
