@@ -173,7 +173,7 @@ inline T extreme_value(const T* p, int64_t n, bool* has_nan) {
       for (j = kLanes; j + kLanes <= n; j += kLanes)
         for (int l = 0; l < kLanes; ++l) acc[l] = beats(p[j + l], acc[l]) ? p[j + l] : acc[l];
       for (int l = 0; l < kLanes; ++l) b = beats(acc[l], b) ? acc[l] : b;
-      if constexpr (std::is_floating_point<T>::value)   // (long double, if ever)
+      if constexpr (std::is_floating_point<T>::value)   // (float and double off x86)
         for (int64_t t = 0; t < j; ++t) nan |= is_nan(p[t]);
     }
   }
