@@ -146,10 +146,8 @@ def _wins_carry(lv, cv, is_max, xp):
     earlier, so the carry wins where the local value is not NaN and strictly below
     (above) it, or where the carry is NaN and the local value is not)."""
     w = (lv < cv) if is_max else (lv > cv)
-    if lv.dtype.kind == "f":
-        cnan = xp.isnan(cv)
-        if bool(cnan.any()):
-            w |= cnan & ~xp.isnan(lv)
+    if lv.dtype.kind == "f":     # (always computed: a bool() test is a host sync on GPU)
+        w |= xp.isnan(cv) & ~xp.isnan(lv)
     return w
 
 

@@ -93,7 +93,7 @@ inline void sort_by_index(Entry<T>* e, int64_t k) {
 }
 
 #if defined(__SSE2__)
-// The SSE2 operations extreme_value needs, for float and double.
+// The SSE2 operations extreme_value and cum_row_step need, for float and double.
 template <typename T>
 struct Sse;
 template <>
@@ -105,8 +105,18 @@ struct Sse<float> {
   static V max(V a, V b) { return _mm_max_ps(a, b); }
   static V min(V a, V b) { return _mm_min_ps(a, b); }
   static V unord(V v) { return _mm_cmpunord_ps(v, v); }
+  static V ge(V a, V b) { return _mm_cmpge_ps(a, b); }
+  static V le(V a, V b) { return _mm_cmple_ps(a, b); }
   static V bor(V a, V b) { return _mm_or_ps(a, b); }
+  static V select(V m, V a, V b) { return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)); }
   static bool any(V v) { return _mm_movemask_ps(v) != 0; }
+  // the lanes' masks widened to 64 bits, two lanes at a time: f(mask, first lane)
+  template <typename F>
+  static void each_pair(V m, F f) {
+    const __m128i t = _mm_castps_si128(m);
+    f(_mm_unpacklo_epi32(t, t), 0);
+    f(_mm_unpackhi_epi32(t, t), 2);
+  }
 };
 template <>
 struct Sse<double> {
@@ -117,8 +127,15 @@ struct Sse<double> {
   static V max(V a, V b) { return _mm_max_pd(a, b); }
   static V min(V a, V b) { return _mm_min_pd(a, b); }
   static V unord(V v) { return _mm_cmpunord_pd(v, v); }
+  static V ge(V a, V b) { return _mm_cmpge_pd(a, b); }
+  static V le(V a, V b) { return _mm_cmple_pd(a, b); }
   static V bor(V a, V b) { return _mm_or_pd(a, b); }
+  static V select(V m, V a, V b) { return _mm_or_pd(_mm_and_pd(m, a), _mm_andnot_pd(m, b)); }
   static bool any(V v) { return _mm_movemask_pd(v) != 0; }
+  template <typename F>
+  static void each_pair(V m, F f) {
+    f(_mm_castpd_si128(m), 0);
+  }
 };
 #endif
 
@@ -542,32 +559,23 @@ inline void cum_row_step(const T* xi, int64_t s_inner, const T* vp, const int64_
                          T* vi, int64_t* ii, int64_t gi, int64_t j0, int64_t j1) {
   int64_t j = j0;
 #if defined(__SSE2__)
-  if (s_inner == 1) {
-    const __m128i g = _mm_set1_epi64x(gi);
-    auto pick_index = [&](__m128i take, int64_t at) {  // take: two 64-bit lane masks
-      const __m128i prev = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ip + at));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(ii + at),
-                       _mm_or_si128(_mm_and_si128(take, g), _mm_andnot_si128(take, prev)));
-    };
-    if constexpr (std::is_same<T, float>::value) {
-      for (; j + 4 <= j1; j += 4) {
-        const __m128 v = _mm_loadu_ps(xi + j), c = _mm_loadu_ps(vp + j);
+  if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
+    if (s_inner == 1) {
+      using S = Sse<T>;
+      using V = typename S::V;
+      const __m128i g = _mm_set1_epi64x(gi);
+      for (; j + S::kWidth <= j1; j += S::kWidth) {
+        const V v = S::load(xi + j), c = S::load(vp + j);
         // cum_take: x NaN, or x >= (<=) cur, which an ordered compare already makes
         // false when cur is NaN
-        const __m128 take = _mm_or_ps(_mm_cmpunord_ps(v, v),
-                                      Max ? _mm_cmpge_ps(v, c) : _mm_cmple_ps(v, c));
-        _mm_storeu_ps(vi + j, _mm_or_ps(_mm_and_ps(take, v), _mm_andnot_ps(take, c)));
-        const __m128i t = _mm_castps_si128(take);
-        pick_index(_mm_unpacklo_epi32(t, t), j);
-        pick_index(_mm_unpackhi_epi32(t, t), j + 2);
-      }
-    } else if constexpr (std::is_same<T, double>::value) {
-      for (; j + 2 <= j1; j += 2) {
-        const __m128d v = _mm_loadu_pd(xi + j), c = _mm_loadu_pd(vp + j);
-        const __m128d take = _mm_or_pd(_mm_cmpunord_pd(v, v),
-                                       Max ? _mm_cmpge_pd(v, c) : _mm_cmple_pd(v, c));
-        _mm_storeu_pd(vi + j, _mm_or_pd(_mm_and_pd(take, v), _mm_andnot_pd(take, c)));
-        pick_index(_mm_castpd_si128(take), j);
+        const V take = S::bor(S::unord(v), Max ? S::ge(v, c) : S::le(v, c));
+        S::store(vi + j, S::select(take, v, c));
+        S::each_pair(take, [&](__m128i m, int64_t l) {
+          const int64_t at = j + l;
+          const __m128i prev = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ip + at));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(ii + at),
+                           _mm_or_si128(_mm_and_si128(m, g), _mm_andnot_si128(m, prev)));
+        });
       }
     }
   }
