@@ -60,6 +60,8 @@ enum Pad : int { kZeros = 0, kBorder = 1, kReflection = 2 };
 // Channels that share one pass over a chunk's plan.  Measured on fastops._bench.grid_sample
 // (1 thread, CPU time, noisy 2-core machine): bilinear 20 ms with 1, 2 or 4 channels,
 // 34 ms with 8 (8 planes of 64 KiB crowd the 512 KiB L2); nearest 8 ms with 4, 13 with 1.
+// C % 4 leftover channels go in one pass of C % 4 (apply_window): one pass per leftover
+// channel made the 3-channel STN workload 1.4x slower than 4 channels.
 constexpr int kGsCB = 4;
 // Plan bytes per thread.  Random grids read every input plane once per chunk, so chunks
 // are as large as memory sensibly allows (the plan streams through the cache):
@@ -691,6 +693,14 @@ inline void apply(const Cub2Out<T>* e, int64_t ne, const Tin* x, int64_t sC, con
   }
 }
 
+// A window's inside entries, then its edge entries, CB channels per pass.
+template <int CB, bool Masked, typename Tin, typename T, typename In, typename Out>
+inline void apply_both(const In* ei, int64_t ni, const Out* eo, int64_t no, const Tin* x,
+                       int64_t sC, const Steps& st, Tin* out, int64_t oP) {
+  apply<CB, Masked, Tin, T>(ei, ni, x, sC, st, out, oP);
+  apply<CB, Masked, Tin, T>(eo, no, x, sC, st, out, oP);
+}
+
 // ---------------------------------------------------------------- driver
 // Plan chunks of one image's output points, apply each to all channels.  Work items
 // are (image, chunk); plan_fn(n, p0, p1, split) fills a chunk's plan.  Masked: whether
@@ -712,46 +722,57 @@ void run(const Tin* x, const Shape& s, Tin* out, int64_t taps, int nthreads, Pla
   cpi = std::min<int64_t>(cpi, P);
   const int64_t chunk = (P + cpi - 1) / cpi;
   const int64_t items = s.N * cpi;
-  const int64_t nwin = (chunk + kGsWin - 1) / kGsWin;
+  // One channel pass (C <= kGsCB): the plan is read once, so it is planned and applied
+  // window by window (its entries stay in L1).
+  const bool one_pass = s.C <= kGsCB;
+  const int64_t span = one_pass ? std::min(chunk, kGsWin) : chunk;  // points per plan
+  const int64_t nwin = (span + kGsWin - 1) / kGsWin;
   // every thread's scratch, allocated here: nothing allocates inside the parallel region
-  const size_t snt = static_cast<size_t>(nt), sch = static_cast<size_t>(chunk);
+  const size_t snt = static_cast<size_t>(nt), sch = static_cast<size_t>(span);
   std::vector<In> ins(snt * sch);
   std::vector<Out> outs(snt * sch);
   std::vector<int64_t> wins(snt * 2 * static_cast<size_t>(nwin + 1));
-  const int64_t cblocks = s.C / kGsCB;
   const Steps st{s.sW, s.sH, s.sD};
+  static_assert(kGsCB == 4, "apply_window's switch covers passes of 1 to 4 channels");
 
   parallel_for(items, 1, nt, [&](int64_t item_lo, int64_t item_hi, int t) {
-    Split<In, Out> sp{ins.data() + t * chunk, outs.data() + t * chunk,
+    Split<In, Out> sp{ins.data() + t * span, outs.data() + t * span,
                       wins.data() + t * 2 * (nwin + 1), wins.data() + (t * 2 + 1) * (nwin + 1),
                       0, 0};
+    // channels [c, c + cb) of window w of the current plan, cb = min(kGsCB, C - c) (xn:
+    // image n's input; on: its outputs from the plan's first point, which entries' p count
+    // from)
+    auto apply_window = [&](int64_t w, int64_t c, const Tin* xn, Tin* on) {
+      const In* ei = sp.in + sp.wi[w];
+      const Out* eo = sp.out + sp.wo[w];
+      const int64_t ni = sp.wi[w + 1] - sp.wi[w], no = sp.wo[w + 1] - sp.wo[w];
+      const Tin* xc = xn + c * s.sC;
+      Tin* oc = on + c * P;
+      switch (std::min<int64_t>(kGsCB, s.C - c)) {
+        case 1: apply_both<1, Masked, Tin, T>(ei, ni, eo, no, xc, s.sC, st, oc, P); break;
+        case 2: apply_both<2, Masked, Tin, T>(ei, ni, eo, no, xc, s.sC, st, oc, P); break;
+        case 3: apply_both<3, Masked, Tin, T>(ei, ni, eo, no, xc, s.sC, st, oc, P); break;
+        default: apply_both<kGsCB, Masked, Tin, T>(ei, ni, eo, no, xc, s.sC, st, oc, P);
+      }
+    };
     for (int64_t item = item_lo; item < item_hi; ++item) {
       const int64_t n = item / cpi;
       const int64_t p0 = (item % cpi) * chunk;
       const int64_t p1 = std::min(P, p0 + chunk);
       if (p0 >= p1) continue;
-      plan_fn(n, p0, p1, sp);
-      const int64_t nw = (p1 - p0 + kGsWin - 1) / kGsWin;
       const Tin* xn = x + n * s.sN;
       Tin* on = out + n * s.C * P + p0;
-      for (int64_t c = 0; c < s.C;) {
-        const Tin* xc = xn + c * s.sC;
-        Tin* oc = on + c * P;
-        const bool full = c < cblocks * kGsCB;
-        for (int64_t w = 0; w < nw; ++w) {
-          const In* ei = sp.in + sp.wi[w];
-          const Out* eo = sp.out + sp.wo[w];
-          const int64_t ni = sp.wi[w + 1] - sp.wi[w], no = sp.wo[w + 1] - sp.wo[w];
-          if (full) {
-            apply<kGsCB, Masked, Tin, T>(ei, ni, xc, s.sC, st, oc, P);
-            apply<kGsCB, Masked, Tin, T>(eo, no, xc, s.sC, st, oc, P);
-          } else {
-            apply<1, Masked, Tin, T>(ei, ni, xc, s.sC, st, oc, P);
-            apply<1, Masked, Tin, T>(eo, no, xc, s.sC, st, oc, P);
-          }
+      if (one_pass) {  // plan one window, apply it while its entries are in L1
+        for (int64_t q0 = p0; q0 < p1; q0 += kGsWin) {
+          plan_fn(n, q0, std::min(p1, q0 + kGsWin), sp);
+          apply_window(0, 0, xn, on + (q0 - p0));
         }
-        c += full ? kGsCB : 1;
+        continue;
       }
+      plan_fn(n, p0, p1, sp);
+      const int64_t nw = (p1 - p0 + kGsWin - 1) / kGsWin;
+      for (int64_t c = 0; c < s.C; c += kGsCB)  // a block's planes stay cached across windows
+        for (int64_t w = 0; w < nw; ++w) apply_window(w, c, xn, on);
     }
   });
 }
