@@ -93,6 +93,12 @@ def public(fn):
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
+        for v in args:      # the common call: NumPy arrays and scalars, no keywords
+            if type(v) not in _SCALAR_TYPES:
+                break
+        else:
+            if not kwargs or not _any_gpu(kwargs.values()):
+                return fn(*args, **kwargs)
         if not _any_gpu(args) and not _any_gpu(kwargs.values()):
             return fn(*args, **kwargs)
         devices = {}
@@ -154,10 +160,19 @@ _KERNEL_MODULES = {}        # (backend name, family) -> kernel module
 _KERNELS = {}               # (backend name, family, kernel name) -> kernel function
 
 
-@functools.lru_cache(maxsize=None)
-def _pool_empty():
-    from fastops._cpu._pool import empty   # imported on the first CPU output
+_host_empty = None          # fastops._cpu._pool.empty, imported on the first CPU output
+
+
+def _load_host_empty():
+    global _host_empty
+    from fastops._cpu._pool import empty
+    _host_empty = empty
     return empty
+
+
+def _nbytes(shape, dtype):
+    """Exact byte count of an array (Python integers: no wrap-around)."""
+    return np.dtype(dtype).itemsize * math.prod(int(s) for s in shape)
 
 
 class Backend:
@@ -189,19 +204,21 @@ class Backend:
         The size is computed with exact integers first: an output that cannot exist, or
         that the allocator refuses, raises MemoryError naming the op, the shape and
         ``sized_by`` (the arguments that set the size, e.g. "output_size=(7, 7)")."""
-        shape = tuple(map(int, shape))
-        dtype = np.dtype(dtype)
-        nbytes = dtype.itemsize * math.prod(shape)
-        if nbytes > sys.maxsize:
-            why = f" (set by {sized_by})" if sized_by else ""
-            raise MemoryError(f"{self.op}: an output of shape {shape} and dtype {dtype}{why} "
-                              f"would need {nbytes} bytes, more than any process can address")
         try:
             if self.name == "cpu":
-                return _pool_empty()(shape, dtype)
-            return self.xp.empty(shape, dtype=dtype)
+                return (_host_empty or _load_host_empty())(shape, dtype)   # checks the size
+            if _nbytes(shape, dtype) > sys.maxsize:
+                raise MemoryError("more than any process can address")
+            return self.xp.empty(tuple(map(int, shape)), dtype=dtype)
         except MemoryError as exc:
+            shape = tuple(map(int, shape))
+            dtype = np.dtype(dtype)
+            nbytes = _nbytes(shape, dtype)
             why = f" (set by {sized_by})" if sized_by else ""
+            if nbytes > sys.maxsize:
+                raise MemoryError(f"{self.op}: an output of shape {shape} and dtype {dtype}"
+                                  f"{why} would need {nbytes} bytes, more than any process "
+                                  f"can address") from None
             raise MemoryError(f"{self.op}: cannot allocate an output of shape {shape} and "
                               f"dtype {dtype}{why} ({nbytes} bytes): {exc}") from None
 
@@ -211,6 +228,8 @@ class Backend:
         array): the kernels index by element strides."""
         if dtype is not None:
             a = a.astype(dtype, copy=False)
+        if a.flags.c_contiguous:    # (a length-1 axis may have any stride; none is used)
+            return a
         if any(s % a.itemsize for s in a.strides):
             a = self.xp.ascontiguousarray(a)
         return a

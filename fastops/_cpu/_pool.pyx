@@ -10,6 +10,7 @@
 # the OS.  At most FASTOPS_POOL_BYTES (default 512 MiB, 0 disables) are kept idle;
 # older idle blocks are released first.
 import os
+import sys
 
 import numpy as np
 
@@ -112,14 +113,19 @@ cdef Block _take(Py_ssize_t nbytes):
 
 
 def empty(shape, dtype):
-    """Like np.empty; large arrays come from (and return to) the block pool."""
-    dtype = np.dtype(dtype)
+    """Like np.empty; large arrays come from (and return to) the block pool.  The size is
+    an exact integer product (NumPy integers in ``shape`` cannot wrap around): a size no
+    process can address raises MemoryError.  Called for every host output, so cheap."""
+    if type(dtype) is not np.dtype:
+        dtype = np.dtype(dtype)
     count = 1
     for s in shape:
-        count *= s
+        count *= int(s)
     nbytes = count * dtype.itemsize
-    if _cap <= 0 or nbytes < MIN_BYTES:
+    if nbytes < MIN_BYTES or _cap <= 0:
         return np.empty(shape, dtype)
+    if nbytes > sys.maxsize:
+        raise MemoryError(f"{nbytes} bytes is more than any process can address")
     return np.frombuffer(_take(nbytes), dtype=dtype, count=count).reshape(shape)
 
 
