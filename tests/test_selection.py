@@ -66,6 +66,23 @@ def test_topk_short_rows_every_k(xp, dtype):
             check_topk(x[:, :k + 1], k, -1, largest, sorted=False, xp=xp)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16", "uint32", "int32",
+                                   "float16", "float32", "int64"])
+def test_topk_rows_up_to_33_every_k(dtype):
+    """Contiguous rows of up to 32 values of 4 bytes or fewer rank every value at once
+    (selection.hpp select_by_rank, one branch per block size): every row length around
+    the blocks of 4 and the 32 limit, every k, both orders, sorted and in index order,
+    with ties, NaN, infinities and -0.0."""
+    rng = np.random.default_rng(33)
+    for m in range(1, 34):
+        x = np.concatenate([sample((30, m), dtype, rng), sample((30, m), dtype, rng, ties=True),
+                            sample((30, m), dtype, rng, ties=True, specials=True)])
+        for k in range(0, m + 1):
+            for largest in (True, False):
+                check_topk(x, k, -1, largest)
+                check_topk(x, k, -1, largest, sorted=False)
+
+
 @pytest.mark.parametrize("dtype", ALL_REAL)
 def test_topk_long_rows_partition(xp, dtype):
     """Rows >= 512 with k past the heap's range: the partition over the candidates of a
