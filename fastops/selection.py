@@ -58,8 +58,9 @@ def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
     ``largest=False`` too, so NaNs are picked first by largest and last by smallest
     (``torch.topk``'s rule; ONNX leaves it unspecified and ONNX Runtime is NaN-unaware).
     float16 is compared in float32 and returned as float16.  Algorithm: for k = 1 a
-    vectorized max/min then the first position holding it; a heap while k is small
-    against the row; a sorted insertion list for k <= 16 on short rows; else a
+    vectorized max/min then the first position holding it; on contiguous rows of up to
+    32 values of 4 bytes or fewer, every value's rank at once (SIMD compares, no
+    branches); a heap while k is small against the row; a sorted insertion list for k <= 16 on short rows; else a
     partition (nth_element over the values that pass a threshold from a strided sample)
     and a sort of the k winners; rows run in parallel, and a single long row is split
     across threads.
