@@ -127,6 +127,26 @@ def test_threads_and_layouts_do_not_change_bits(threads):
     np.testing.assert_array_equal(fastops.instance_norm(t, s, b), fastops.instance_norm(x, s, b))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_streamed_outputs_same_bits(threads, dtype):
+    """Outputs of 16 MiB and more are written with non-temporal stores (norm.hpp): the
+    same bits as the cached stores of a smaller call on the same planes, on the
+    per-plane path and on the few-planes (chunked) path, for any thread count."""
+    rng = np.random.default_rng(6)
+    n = (1 << 22) // np.dtype(dtype).itemsize            # 4 MiB per image
+    x, s, b = _inputs(rng, (5, 4, n // 4), dtype, offset=20.0)    # 20 MiB: streamed
+    whole = fastops.instance_norm(x, s, b)
+    for i in range(5):                                            # 4 MiB: cached
+        np.testing.assert_array_equal(whole[i:i + 1], fastops.instance_norm(x[i:i + 1], s, b))
+    _close(whole, instance_norm_ref(x, s, b), dtype)
+    one = x.reshape(1, 1, -1)                                     # 1 plane of 20 MiB
+    with threads(1):
+        a = fastops.instance_norm(one, s[:1], b[:1])
+    with threads(2):
+        np.testing.assert_array_equal(fastops.instance_norm(one, s[:1], b[:1]), a)
+    _close(a, instance_norm_ref(one, s[:1], b[:1]), dtype)
+
+
 def test_dtypes_of_scale_and_bias_and_torch_round_trip():
     torch = peer("torch")
     rng = np.random.default_rng(6)

