@@ -495,6 +495,13 @@ def test_uint8_dyadic_cases_exact(dtype):
         want = round_half_away(resize_ref(x, scales, axes=(1, 2), mode="linear",
                                           antialias=aa), dtype)
         np.testing.assert_array_equal(got, want)
+    # HWC images with 1-4 channels, rows long enough for the unrolled 2x horizontal loop
+    for c in range(1, 5):
+        img = _data(rng, (9, 37, c), dtype)
+        for scales in ([2.0, 2.0], [4.0, 2.0], [2.0, 4.0]):
+            got = resize(img, scales, axes=(0, 1), mode="linear")
+            want = round_half_away(resize_ref(img, scales, axes=(0, 1), mode="linear"), dtype)
+            np.testing.assert_array_equal(got, want)
 
 
 # ------------------------------------------------------------------ ONNX Runtime
