@@ -36,6 +36,27 @@ def test_topk(cp, dtype):
             same(got[0], want[0])
 
 
+def test_topk_few_long_rows_split(cp, monkeypatch):
+    """Few long rows are split into chunks, k per chunk, then k of the winners
+    (fastops/_gpu/selection.py): forced with small thresholds, against the CPU, with
+    ties across chunk borders, NaN, a shorter last chunk, inner axes and strided views."""
+    from fastops._gpu import selection as gsel
+    monkeypatch.setattr(gsel, "_SPLIT_BLOCKS", 64)
+    monkeypatch.setattr(gsel, "_SPLIT_MIN_LEN", 16)
+    rng = np.random.default_rng(16)
+    x = sample((3, 1001), "float32", rng=rng, ties=True, specials=True)
+    x3 = sample((2, 403, 3), "int16", rng=rng, ties=True)
+    for view, axis, ks in ((x, 1, (5, 100)), (x[:, ::-2], 1, (24,)),
+                           (x3, 1, (5,)), (x3.transpose(0, 2, 1), 2, (1, 24))):
+        for k in ks:
+            for largest in (True, False):
+                for sorted_ in (True, False):
+                    want = fastops.topk(view, k, axis, largest, sorted_)
+                    got = host(fastops.topk(cp.asarray(view), k, axis, largest, sorted_))
+                    same(got[1], want[1])
+                    same(got[0], want[0])
+
+
 def test_topk_unsorted_axes_noncontiguous(cp):
     rng = np.random.default_rng(6)
     x = sample((1, 700), "float32", rng=rng, ties=True, specials=True)

@@ -20,7 +20,56 @@ _WORDS = ("uint8", "uint16", "uint32", "uint64")
 VARIANTS = [_key_defines(d) for d in _REAL] + [{"U": CTYPE[w]} for w in _WORDS]
 
 
+# Few long rows: topk_rows runs one block per row, so 64 rows leave most of a GPU idle.
+# Such rows are split into chunks (about _SPLIT_BLOCKS blocks in all, each chunk at least
+# _SPLIT_MIN_LEN long and 4k), k are selected per chunk, then k of the chunk winners: the
+# CPU's exact two-stage selection (selection.hpp topk_impl).  The chunk winners come in
+# index order (sorted=False), so a tie in the second stage goes to the lower candidate,
+# which is the lower index.  (Thresholds from the kernel's structure; not yet measured on
+# a GPU: issue 12.)
+_SPLIT_BLOCKS = 1024
+_SPLIT_MIN_LEN = 1 << 14
+
+
 def topk(x, k, largest, sorted, values, indices):
+    outer, n, inner = x.shape
+    rows = outer * inner
+    chunks = 1
+    if rows < _SPLIT_BLOCKS // 4 and k > 0:
+        chunks = min(_SPLIT_BLOCKS // rows, n // max(_SPLIT_MIN_LEN, 4 * k))
+    if chunks < 2:
+        _topk_rows(x, k, largest, sorted, values, indices)
+        return
+    import cupy
+    L = -(-n // chunks)                 # chunk length; the last chunk may be shorter
+    full = n // L
+    parts = [(x[:, :full * L].transpose(0, 2, 1).reshape(rows * full, L, 1), full, L)]
+    if n > full * L:
+        parts.append((x[:, full * L:].transpose(0, 2, 1).reshape(rows, n - full * L, 1), 1,
+                      n - full * L))
+    cand_v, cand_i = [], []
+    for c0, (view, m, length) in zip((0, full * L), parts):
+        kk = min(k, length)
+        v = cupy.empty((view.shape[0], kk, 1), dtype=x.dtype)
+        i = cupy.empty((view.shape[0], kk, 1), dtype=np.int64)
+        _topk_rows(view, kk, largest, False, v, i)
+        # global indices: chunk c of row r starts at c0 + c * L
+        i = i.reshape(rows, m, kk) + (c0 + L * cupy.arange(m, dtype=np.int64))[None, :, None]
+        cand_v.append(v.reshape(rows, m * kk))
+        cand_i.append(i.reshape(rows, m * kk))
+    cv = cupy.concatenate(cand_v, axis=1)[:, :, None]
+    ci = cupy.concatenate(cand_i, axis=1)
+    pick_v = cupy.empty((rows, k, 1), dtype=x.dtype)
+    pick = cupy.empty((rows, k, 1), dtype=np.int64)
+    _topk_rows(cv, k, largest, sorted, pick_v, pick)
+    # (rows, k) back to the (outer, k, inner) outputs
+    values[...] = pick_v.reshape(outer, inner, k).transpose(0, 2, 1)
+    indices[...] = cupy.take_along_axis(ci, pick[:, :, 0], axis=1).reshape(
+        outer, inner, k).transpose(0, 2, 1)
+
+
+def _topk_rows(x, k, largest, sorted, values, indices):
+    """One block per row of the (outer, n, inner) view."""
     import cupy
     from fastops._gpu._compile import kernel, elem_strides
     d = _key_defines(x.dtype.name)
