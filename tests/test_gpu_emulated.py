@@ -57,6 +57,30 @@ def test_topk_few_long_rows_split(cp, monkeypatch):
                     same(got[0], want[0])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int8", "uint16"])
+def test_cum_few_long_rows_split(cp, dtype, monkeypatch):
+    """Few long rows are scanned in chunks from carries (summaries, their scan, then each
+    chunk from its carry: fastops/_gpu/selection.py), forced with small thresholds: the
+    CPU's bits, with ties and NaN across chunk borders, a shorter last chunk, values at
+    the type's extremes (the first chunk's carry) and a reversed view."""
+    from fastops._gpu import selection as gsel
+    monkeypatch.setattr(gsel, "_SPLIT_BLOCKS", 64)
+    monkeypatch.setattr(gsel, "_CUM_SPLIT_MIN_LEN", 16)
+    rng = np.random.default_rng(17)
+    x = sample((3, 1001), dtype, rng=rng, ties=True, specials=dtype == "float32")
+    lo = np.iinfo(dtype).min if dtype != "float32" else -np.inf
+    hi = np.iinfo(dtype).max if dtype != "float32" else np.inf
+    x[0, :30] = hi                              # the first chunk's carry values themselves
+    x[1, :40] = lo
+    x[2] = np.arange(1001) % 7
+    for fn in ("cummax", "cummin"):
+        for view in (x, x[:, ::-2]):
+            got = host(getattr(fastops, fn)(cp.asarray(view), 1))
+            want = getattr(fastops, fn)(view, 1)
+            same(got[1], want[1])
+            same(got[0], want[0])
+
+
 def test_topk_unsorted_axes_noncontiguous(cp):
     rng = np.random.default_rng(6)
     x = sample((1, 700), "float32", rng=rng, ties=True, specials=True)

@@ -87,9 +87,75 @@ def _topk_rows(x, k, largest, sorted, values, indices):
                          values, indices))
 
 
+# Few long rows along the contiguous axis: cumext_rows runs one block per row.  Such rows
+# are cut into chunks (about _SPLIT_BLOCKS blocks, each chunk at least _SPLIT_MIN_LEN
+# long): a summary pass (each chunk's final running pair), a scan of the summaries along
+# the chunks (cum_combine is associative: the whole row's scan bit for bit, as
+# fastops.dask relies on), then each chunk's scan from its carry.  The first chunk gets a
+# carry every element beats (-inf / the integer minimum for max; ties and NaN take the
+# new element).  Reads x twice, against once, to use the whole GPU.  (Thresholds from
+# the kernel's structure; not yet measured on a GPU: issue 12.)
+_CUM_SPLIT_MIN_LEN = 1 << 15
+
+
 def cumext(x, is_max, values, indices):
     """Running max (is_max) or min along axis 1 of a non-empty (outer, n, inner) view."""
-    _scan(x, is_max, None, None, 0, False, values, indices)
+    outer, n, inner = x.shape
+    chunks = 1
+    if inner == 1 and outer < _SPLIT_BLOCKS // 4:
+        chunks = min(_SPLIT_BLOCKS // outer, n // _CUM_SPLIT_MIN_LEN)
+    if chunks < 2:
+        _scan(x, is_max, None, None, 0, False, values, indices)
+        return
+    _cumext_split(x, is_max, chunks, values, indices)
+
+
+def _cumext_split(x, is_max, chunks, values, indices):
+    import cupy
+    from fastops._gpu._compile import kernel, elem_strides
+    outer, n, _ = x.shape
+    so, sn, _ = elem_strides(x)
+    L = -(-n // chunks)
+    full = n // L                    # full chunks; then a shorter tail, if any
+    fn = kernel("selection", "cumext_rows", **_key_defines(x.dtype.name))
+    flag = np.int32(is_max)
+
+    def rows_pass(rows, length, period, xs, carry_v, carry_i, last_only, out_v, out_i,
+                  out_n):
+        has = carry_v is not None
+        cv, ci = (carry_v, carry_i) if has else (out_v, out_i)
+        fn((min(rows, 65535),), (256,), (xs, np.int64(rows), np.int64(length), np.int64(so),
+                                         np.int64(sn), np.int64(period), np.int64(L),
+                                         np.int64(out_n), flag, cv, ci, np.int32(has),
+                                         np.int64(0), np.int32(last_only), out_v, out_i))
+
+    # 1. each full chunk's final running pair (global indices), (outer, full)
+    sv = cupy.empty((outer, full), dtype=x.dtype)
+    si = cupy.empty((outer, full), dtype=np.int64)
+    rows_pass(outer * full, L, full, x, None, None, True, sv, si, full)
+    # 2. the running pair before each chunk: an inclusive scan of the summaries, shifted
+    #    by one chunk; the first chunk starts from a value every element beats
+    run_v = cupy.empty_like(sv)
+    run_j = cupy.empty_like(si)
+    _scan(sv[:, :, None], is_max, None, None, 0, False, run_v[:, :, None], run_j[:, :, None])
+    run_i = cupy.take_along_axis(si, run_j, axis=1)
+    info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
+    beaten = -np.inf if x.dtype.kind == "f" and is_max else \
+        (np.inf if x.dtype.kind == "f" else (info.min if is_max else info.max))
+    carry_v = cupy.concatenate([cupy.full((outer, 1), beaten, dtype=x.dtype), run_v], axis=1)
+    carry_i = cupy.concatenate([cupy.zeros((outer, 1), dtype=np.int64), run_i], axis=1)
+    # 3. every chunk's scan from its carry
+    rows_pass(outer * full, L, full, x, cupy.ascontiguousarray(carry_v[:, :full]),
+              cupy.ascontiguousarray(carry_i[:, :full]), False, values, indices, n)
+    if n > full * L:                 # the tail: one chunk per row, from the last carry
+        t0 = full * L
+        fn((min(outer, 65535),), (256,), (x[:, t0:], np.int64(outer), np.int64(n - t0),
+                                          np.int64(so), np.int64(sn), np.int64(1),
+                                          np.int64(L), np.int64(n), flag,
+                                          cupy.ascontiguousarray(carry_v[:, full]),
+                                          cupy.ascontiguousarray(carry_i[:, full]),
+                                          np.int32(1), np.int64(t0), np.int32(0),
+                                          values[:, t0:], indices[:, t0:]))
 
 
 def cumext_from(x, is_max, carry_v, carry_i, offset, values, indices):
@@ -130,7 +196,8 @@ def _scan(x, is_max, carry_v, carry_i, offset, last_only, values, indices):
     if inner == 1:   # scan along the contiguous axis: a block per row
         fn = kernel("selection", "cumext_rows", **_key_defines(x.dtype.name))
         fn((min(outer, 65535),), (256,), (x, np.int64(outer), np.int64(n), np.int64(so),
-                                          np.int64(sn)) + tail)
+                                          np.int64(sn), np.int64(1), np.int64(n),
+                                          np.int64(n)) + tail)
         return
     fn = kernel("selection", "cumext", **_key_defines(x.dtype.name))
     launch(fn, outer * inner, (x, np.int64(outer), np.int64(n), np.int64(inner),

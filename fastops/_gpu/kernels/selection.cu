@@ -174,7 +174,12 @@ __device__ __forceinline__ CumState cum_combine(CumState a, CumState b, int is_m
 // Contiguous-axis scan (inner == 1): one block per row, tiles of blockDim elements, a
 // Hillis-Steele scan of CumState per tile plus the carry of the previous tiles.  Reads
 // and writes are coalesced, unlike one thread per row.
+//   Rows may be chunks of longer rows (few long rows, fastops/_gpu/selection.py): row r
+//   is chunk r % period, of n elements, of row r / period, which starts clen * (r %
+//   period) elements into that row; its outputs and indices are placed likewise in
+//   output rows of out_n elements.  period = 1, out_n = n: plain rows.
 extern "C" __global__ void cumext_rows(const T* x, i64 rows, i64 n, i64 s_row, i64 s_n,
+                                       i64 period, i64 clen, i64 out_n,
                                        int is_max, const T* carry_v, const i64* carry_i,
                                        int has_carry, i64 offset, int last_only, T* values,
                                        i64* indices) {
@@ -183,7 +188,11 @@ extern "C" __global__ void cumext_rows(const T* x, i64 rows, i64 n, i64 s_row, i
   __shared__ CumState carry;
   const int tid = threadIdx.x, bd = blockDim.x;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T* xr = x + r * s_row;
+    const i64 row = r / period, start = (r % period) * clen;
+    const T* xr = x + row * s_row + start * s_n;
+    T* vr = values + row * out_n + start;
+    i64* ir = indices + row * out_n + start;
+    const i64 first = offset + start;  // global index of element 0 of this chunk
     if (tid == 0 && has_carry) {
       carry.v = carry_v[r];
       carry.i = carry_i[r];
@@ -194,7 +203,7 @@ extern "C" __global__ void cumext_rows(const T* x, i64 rows, i64 n, i64 s_row, i
       const i64 last = (n - base < bd ? n - base : bd) - 1;  // last valid lane
       CumState e;
       e.v = xr[(i < n ? i : n - 1) * s_n];  // lanes past the end only follow the valid ones
-      e.i = i + offset;
+      e.i = i + first;
       for (int off = 1; off < bd; off <<= 1) {
         sv[tid] = e.v;
         si[tid] = e.i;
@@ -209,8 +218,8 @@ extern "C" __global__ void cumext_rows(const T* x, i64 rows, i64 n, i64 s_row, i
       }
       if (base > 0 || has_carry) e = cum_combine(carry, e, is_max);
       if (i < n && !last_only) {
-        values[r * n + i] = e.v;
-        indices[r * n + i] = e.i;
+        vr[i] = e.v;
+        ir[i] = e.i;
       }
       if (i == n - 1 && last_only) {
         values[r] = e.v;
