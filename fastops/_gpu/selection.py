@@ -98,12 +98,22 @@ def _topk_rows(x, k, largest, sorted, values, indices):
 _CUM_SPLIT_MIN_LEN = 1 << 15
 
 
+# Few columns (an outer axis, inner > 1): the column kernel runs one thread per column,
+# so (4096, 4096) along axis 0 starts 4096 threads.  Columns are cut into chunks the same
+# way (about _COL_SPLIT_THREADS threads in all, each chunk at least _COL_SPLIT_MIN_LEN
+# long).
+_COL_SPLIT_THREADS = 1 << 18
+_COL_SPLIT_MIN_LEN = 256
+
+
 def cumext(x, is_max, values, indices):
     """Running max (is_max) or min along axis 1 of a non-empty (outer, n, inner) view."""
     outer, n, inner = x.shape
     chunks = 1
     if inner == 1 and outer < _SPLIT_BLOCKS // 4:
         chunks = min(_SPLIT_BLOCKS // outer, n // _CUM_SPLIT_MIN_LEN)
+    elif inner > 1 and outer * inner < _COL_SPLIT_THREADS // 4:
+        chunks = min(_COL_SPLIT_THREADS // (outer * inner), n // _COL_SPLIT_MIN_LEN)
     if chunks < 2:
         _scan(x, is_max, None, None, 0, False, values, indices)
         return
@@ -112,50 +122,54 @@ def cumext(x, is_max, values, indices):
 
 def _cumext_split(x, is_max, chunks, values, indices):
     import cupy
-    from fastops._gpu._compile import kernel, elem_strides
-    outer, n, _ = x.shape
-    so, sn, _ = elem_strides(x)
+    from fastops._gpu._compile import kernel, launch, elem_strides
+    outer, n, inner = x.shape
+    so, sn, si = elem_strides(x)
     L = -(-n // chunks)
     full = n // L                    # full chunks; then a shorter tail, if any
-    fn = kernel("selection", "cumext_rows", **_key_defines(x.dtype.name))
-    flag = np.int32(is_max)
+    d = _key_defines(x.dtype.name)
+    fn = kernel("selection", "cumext_rows" if inner == 1 else "cumext", **d)
 
-    def rows_pass(rows, length, period, xs, carry_v, carry_i, last_only, out_v, out_i,
-                  out_n):
-        has = carry_v is not None
-        cv, ci = (carry_v, carry_i) if has else (out_v, out_i)
-        fn((min(rows, 65535),), (256,), (xs, np.int64(rows), np.int64(length), np.int64(so),
-                                         np.int64(sn), np.int64(period), np.int64(L),
-                                         np.int64(out_n), flag, cv, ci, np.int32(has),
-                                         np.int64(0), np.int32(last_only), out_v, out_i))
+    def chunk_pass(xs, rows, length, period, carry, first, last_only, out_v, out_i):
+        """Scan `rows` (row, chunk) pairs of `length` elements; outputs of n per row."""
+        has = carry is not None
+        cv, ci = carry if has else (out_v, out_i)
+        tail = (np.int32(is_max), cv, ci, np.int32(has), np.int64(first),
+                np.int32(last_only), out_v, out_i)
+        if inner == 1:
+            fn((min(rows, 65535),), (256,), (xs, np.int64(rows), np.int64(length),
+                                             np.int64(so), np.int64(sn), np.int64(period),
+                                             np.int64(L), np.int64(n)) + tail)
+        else:
+            launch(fn, rows * inner, (xs, np.int64(rows), np.int64(length), np.int64(inner),
+                                      np.int64(so), np.int64(sn), np.int64(si),
+                                      np.int64(period), np.int64(L), np.int64(n)) + tail)
 
-    # 1. each full chunk's final running pair (global indices), (outer, full)
-    sv = cupy.empty((outer, full), dtype=x.dtype)
-    si = cupy.empty((outer, full), dtype=np.int64)
-    rows_pass(outer * full, L, full, x, None, None, True, sv, si, full)
+    # 1. each full chunk's final running pair (global indices), (outer, full, inner)
+    sv = cupy.empty((outer, full, inner), dtype=x.dtype)
+    sidx = cupy.empty((outer, full, inner), dtype=np.int64)
+    chunk_pass(x, outer * full, L, full, None, 0, True, sv, sidx)
     # 2. the running pair before each chunk: an inclusive scan of the summaries, shifted
     #    by one chunk; the first chunk starts from a value every element beats
     run_v = cupy.empty_like(sv)
-    run_j = cupy.empty_like(si)
-    _scan(sv[:, :, None], is_max, None, None, 0, False, run_v[:, :, None], run_j[:, :, None])
-    run_i = cupy.take_along_axis(si, run_j, axis=1)
+    run_j = cupy.empty_like(sidx)
+    _scan(sv, is_max, None, None, 0, False, run_v, run_j)
+    run_i = cupy.take_along_axis(sidx, run_j, axis=1)
     info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
     beaten = -np.inf if x.dtype.kind == "f" and is_max else \
         (np.inf if x.dtype.kind == "f" else (info.min if is_max else info.max))
-    carry_v = cupy.concatenate([cupy.full((outer, 1), beaten, dtype=x.dtype), run_v], axis=1)
-    carry_i = cupy.concatenate([cupy.zeros((outer, 1), dtype=np.int64), run_i], axis=1)
+    carry_v = cupy.concatenate([cupy.full((outer, 1, inner), beaten, dtype=x.dtype), run_v],
+                               axis=1)
+    carry_i = cupy.concatenate([cupy.zeros((outer, 1, inner), dtype=np.int64), run_i], axis=1)
     # 3. every chunk's scan from its carry
-    rows_pass(outer * full, L, full, x, cupy.ascontiguousarray(carry_v[:, :full]),
-              cupy.ascontiguousarray(carry_i[:, :full]), False, values, indices, n)
+    chunk_pass(x, outer * full, L, full, (cupy.ascontiguousarray(carry_v[:, :full]),
+                                          cupy.ascontiguousarray(carry_i[:, :full])),
+               0, False, values, indices)
     if n > full * L:                 # the tail: one chunk per row, from the last carry
         t0 = full * L
-        fn((min(outer, 65535),), (256,), (x[:, t0:], np.int64(outer), np.int64(n - t0),
-                                          np.int64(so), np.int64(sn), np.int64(1),
-                                          np.int64(L), np.int64(n), flag,
-                                          cupy.ascontiguousarray(carry_v[:, full]),
-                                          cupy.ascontiguousarray(carry_i[:, full]),
-                                          np.int32(1), np.int64(t0), np.int32(0),
-                                          values[:, t0:], indices[:, t0:]))
+        chunk_pass(x[:, t0:], outer, n - t0, 1, (cupy.ascontiguousarray(carry_v[:, full]),
+                                                 cupy.ascontiguousarray(carry_i[:, full])),
+                   t0, False, values[:, t0:], indices[:, t0:])
 
 
 def cumext_from(x, is_max, carry_v, carry_i, offset, values, indices):
@@ -201,7 +215,8 @@ def _scan(x, is_max, carry_v, carry_i, offset, last_only, values, indices):
         return
     fn = kernel("selection", "cumext", **_key_defines(x.dtype.name))
     launch(fn, outer * inner, (x, np.int64(outer), np.int64(n), np.int64(inner),
-                               np.int64(so), np.int64(sn), np.int64(si)) + tail)
+                               np.int64(so), np.int64(sn), np.int64(si), np.int64(1),
+                               np.int64(n), np.int64(n)) + tail)
 
 
 def nonzero(x, mask, shape):

@@ -234,27 +234,34 @@ extern "C" __global__ void cumext_rows(const T* x, i64 rows, i64 n, i64 s_row, i
 
 // One thread per (outer, inner) column, scanning along n; coalesced when inner is the
 // contiguous axis.  torch's rule: take x if NaN, or if running is not NaN and x >=/<= it.
+//   Columns may be chunks of longer columns (few columns, fastops/_gpu/selection.py): o
+//   counts (row, chunk) pairs, chunk o % period of n elements starting clen * (o %
+//   period) elements into row o / period, placed likewise in outputs of out_n elements
+//   per column.  period = 1, out_n = n: plain columns.
 extern "C" __global__ void cumext(const T* x, i64 outer, i64 n, i64 inner, i64 s_outer,
-                                  i64 s_n, i64 s_inner, int is_max, const T* carry_v,
+                                  i64 s_n, i64 s_inner, i64 period, i64 clen, i64 out_n,
+                                  int is_max, const T* carry_v,
                                   const i64* carry_i, int has_carry, i64 offset,
                                   int last_only, T* values, i64* indices) {
   const i64 cols = outer * inner;
   for (i64 c = (i64)blockIdx.x * blockDim.x + threadIdx.x; c < cols;
        c += (i64)gridDim.x * blockDim.x) {
     const i64 o = c / inner, j = c % inner;
-    const T* xc = x + o * s_outer + j * s_inner;
-    T* vc = values + o * n * inner + j;
-    i64* ic = indices + o * n * inner + j;
+    const i64 row = o / period, start = (o % period) * clen;
+    const T* xc = x + row * s_outer + start * s_n + j * s_inner;
+    T* vc = values + (row * out_n + start) * inner + j;
+    i64* ic = indices + (row * out_n + start) * inner + j;
+    const i64 first = offset + start;  // global index of element 0 of this chunk
     // without a carry the first element is taken (the rule takes x against itself)
     T cur = has_carry ? carry_v[c] : xc[0];
-    i64 ci = has_carry ? carry_i[c] : offset;
+    i64 ci = has_carry ? carry_i[c] : first;
     for (i64 i = 0; i < n; ++i) {
       const T v = xc[i * s_n];
       const bool take = is_nan(v) ||
                         (!is_nan(cur) && (is_max ? !(v < cur) : !(v > cur)));
       if (take) {
         cur = v;
-        ci = i + offset;
+        ci = i + first;
       }
       if (!last_only) {
         vc[i * inner] = cur;
