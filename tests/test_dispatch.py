@@ -106,6 +106,15 @@ def test_output_pool_can_be_disabled():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**__import__("os").environ, "FASTOPS_POOL_BYTES": "0"})
     assert out.stdout.strip() == "0"
+    # without the pool, an output no process can address is still a MemoryError naming
+    # the op (not NumPy's ValueError)
+    code = ("import numpy as np; from fastops import _dispatch;"
+            "b = _dispatch.Backend('cpu', np, 'someop');"
+            "b.empty((np.int64(2**40), 2**40), np.float32, sized_by='k')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "FASTOPS_POOL_BYTES": "0"})
+    assert "MemoryError: someop: an output of shape (1099511627776, 1099511627776)" in \
+        out.stderr and "more than any process can address" in out.stderr, out.stderr[-500:]
 
 
 def test_views_with_unaligned_strides_match_their_copies():

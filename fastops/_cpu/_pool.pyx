@@ -122,10 +122,12 @@ def empty(shape, dtype):
     for s in shape:
         count *= int(s)
     nbytes = count * dtype.itemsize
-    if nbytes < MIN_BYTES or _cap <= 0:
+    if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
-    if nbytes > sys.maxsize:
+    if nbytes > sys.maxsize:    # (before np.empty, whose ValueError would not say so)
         raise MemoryError(f"{nbytes} bytes is more than any process can address")
+    if _cap <= 0:
+        return np.empty(shape, dtype)
     return np.frombuffer(_take(nbytes), dtype=dtype, count=count).reshape(shape)
 
 
