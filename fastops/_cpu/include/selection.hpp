@@ -261,11 +261,11 @@ constexpr bool kKey32 =
     sizeof(T) <= 4 && (std::is_integral<T>::value || std::is_same<T, float>::value);
 
 // Short contiguous rows (m <= kRankMax) of kKey32 types: every value's rank at once.  Lane
-// j of 8-lane integer vectors counts the values that beat value j (a smaller key, or an
-// equal key at a lower index), one broadcast compare per value, no branch; a value of rank
-// r < k goes to out[r] (sorted) or, in index order, to the next slot.  The sorted
-// insertion list it replaces mispredicted on most inserts: topk 100000x20 k=5 float32 22
-// -> 9 ms on one thread (fastops/_bench/selection.py).
+// j of NB 4-lane integer vectors (SSE2) counts the values that beat value j (a smaller
+// key, or an equal key at a lower index), one broadcast compare per value, no branch; a
+// value of rank r < k goes to out[r] (sorted) or, in index order, to the next slot.  The
+// sorted insertion list it replaces mispredicted on most inserts: topk 100000x20 k=5
+// float32 22 -> 9.3 ms on one thread (C++ harness; fastops/_bench/selection.py 0.50x ORT).
 constexpr int64_t kRankMax = 32;
 
 template <typename T, bool Largest, int NB>
