@@ -93,8 +93,8 @@ def public(fn):
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        for v in args:      # the common call: NumPy arrays and scalars, no keywords
-            if type(v) not in _SCALAR_TYPES:
+        for v in args:      # _any_gpu's first test inlined (0.3 us a call): plain
+            if type(v) not in _SCALAR_TYPES:  # NumPy arrays and scalars, no GPU keyword
                 break
         else:
             if not kwargs or not _any_gpu(kwargs.values()):

@@ -122,33 +122,14 @@ def cumext(x, is_max, values, indices):
 
 def _cumext_split(x, is_max, chunks, values, indices):
     import cupy
-    from fastops._gpu._compile import kernel, launch, elem_strides
     outer, n, inner = x.shape
-    so, sn, si = elem_strides(x)
     L = -(-n // chunks)
     full = n // L                    # full chunks; then a shorter tail, if any
-    d = _key_defines(x.dtype.name)
-    fn = kernel("selection", "cumext_rows" if inner == 1 else "cumext", **d)
-
-    def chunk_pass(xs, rows, length, period, carry, first, last_only, out_v, out_i):
-        """Scan `rows` (row, chunk) pairs of `length` elements; outputs of n per row."""
-        has = carry is not None
-        cv, ci = carry if has else (out_v, out_i)
-        tail = (np.int32(is_max), cv, ci, np.int32(has), np.int64(first),
-                np.int32(last_only), out_v, out_i)
-        if inner == 1:
-            fn((min(rows, 65535),), (256,), (xs, np.int64(rows), np.int64(length),
-                                             np.int64(so), np.int64(sn), np.int64(period),
-                                             np.int64(L), np.int64(n)) + tail)
-        else:
-            launch(fn, rows * inner, (xs, np.int64(rows), np.int64(length), np.int64(inner),
-                                      np.int64(so), np.int64(sn), np.int64(si),
-                                      np.int64(period), np.int64(L), np.int64(n)) + tail)
-
+    chunked = dict(rows=outer * full, length=L, period=full, clen=L, out_n=n)
     # 1. each full chunk's final running pair (global indices), (outer, full, inner)
     sv = cupy.empty((outer, full, inner), dtype=x.dtype)
     sidx = cupy.empty((outer, full, inner), dtype=np.int64)
-    chunk_pass(x, outer * full, L, full, None, 0, True, sv, sidx)
+    _scan(x, is_max, None, None, 0, True, sv, sidx, **chunked)
     # 2. the running pair before each chunk: an inclusive scan of the summaries, shifted
     #    by one chunk; the first chunk starts from a value every element beats
     run_v = cupy.empty_like(sv)
@@ -161,15 +142,13 @@ def _cumext_split(x, is_max, chunks, values, indices):
     carry_v = cupy.concatenate([cupy.full((outer, 1, inner), beaten, dtype=x.dtype), run_v],
                                axis=1)
     carry_i = cupy.concatenate([cupy.zeros((outer, 1, inner), dtype=np.int64), run_i], axis=1)
-    # 3. every chunk's scan from its carry
-    chunk_pass(x, outer * full, L, full, (cupy.ascontiguousarray(carry_v[:, :full]),
-                                          cupy.ascontiguousarray(carry_i[:, :full])),
-               0, False, values, indices)
-    if n > full * L:                 # the tail: one chunk per row, from the last carry
+    # 3. every chunk's scan from its carry; the tail (one chunk per row) from the last one
+    _scan(x, is_max, carry_v[:, :full], carry_i[:, :full], 0, False, values, indices,
+          **chunked)
+    if n > full * L:
         t0 = full * L
-        chunk_pass(x[:, t0:], outer, n - t0, 1, (cupy.ascontiguousarray(carry_v[:, full]),
-                                                 cupy.ascontiguousarray(carry_i[:, full])),
-                   t0, False, values[:, t0:], indices[:, t0:])
+        _scan(x[:, t0:], is_max, carry_v[:, full], carry_i[:, full], t0, False,
+              values[:, t0:], indices[:, t0:], out_n=n)
 
 
 def cumext_from(x, is_max, carry_v, carry_i, offset, values, indices):
@@ -194,29 +173,37 @@ def cumext_last(x, is_max, offset, last_v, last_i):
     _scan(x, is_max, None, None, offset, True, last_v, last_i)
 
 
-def _scan(x, is_max, carry_v, carry_i, offset, last_only, values, indices):
+def _scan(x, is_max, carry_v, carry_i, offset, last_only, values, indices, *, rows=None,
+          length=None, period=1, clen=None, out_n=None):
+    """One cumext_rows (inner == 1) or cumext launch over x (outer, n, inner).  By default
+    rows are x's rows; _cumext_split passes chunked rows: `rows` (row, chunk) pairs of
+    `length` elements, chunk q = pair % period starting clen * q elements into its row,
+    outputs of out_n elements per row (see the kernels)."""
     import cupy
     from fastops._gpu._compile import kernel, launch, elem_strides
     so, sn, si = elem_strides(x)
     outer, n, inner = x.shape
+    rows = outer if rows is None else rows
+    length = n if length is None else length
+    clen = n if clen is None else clen
+    out_n = n if out_n is None else out_n
     has_carry = carry_v is not None
     if has_carry:   # C-contiguous, in x's dtype and int64, as the kernels index them
         carry_v = cupy.ascontiguousarray(carry_v, dtype=x.dtype)
         carry_i = cupy.ascontiguousarray(carry_i, dtype=np.int64)
     else:           # (never read: any pointer of the right type)
         carry_v, carry_i = values, indices
+    chunks = (np.int64(period), np.int64(clen), np.int64(out_n))
     tail = (np.int32(is_max), carry_v, carry_i, np.int32(has_carry), np.int64(offset),
             np.int32(last_only), values, indices)
     if inner == 1:   # scan along the contiguous axis: a block per row
         fn = kernel("selection", "cumext_rows", **_key_defines(x.dtype.name))
-        fn((min(outer, 65535),), (256,), (x, np.int64(outer), np.int64(n), np.int64(so),
-                                          np.int64(sn), np.int64(1), np.int64(n),
-                                          np.int64(n)) + tail)
+        fn((min(rows, 65535),), (256,), (x, np.int64(rows), np.int64(length), np.int64(so),
+                                         np.int64(sn)) + chunks + tail)
         return
     fn = kernel("selection", "cumext", **_key_defines(x.dtype.name))
-    launch(fn, outer * inner, (x, np.int64(outer), np.int64(n), np.int64(inner),
-                               np.int64(so), np.int64(sn), np.int64(si), np.int64(1),
-                               np.int64(n), np.int64(n)) + tail)
+    launch(fn, rows * inner, (x, np.int64(rows), np.int64(length), np.int64(inner),
+                              np.int64(so), np.int64(sn), np.int64(si)) + chunks + tail)
 
 
 def nonzero(x, mask, shape):

@@ -3,6 +3,9 @@
 #include <cstdint>
 #include <new>
 #include <type_traits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace fastops {
 
@@ -43,5 +46,64 @@ inline int64_t size_mul(int64_t a, int64_t b) {
   if (__builtin_mul_overflow(a, b, &r)) throw std::bad_alloc();
   return r;
 }
+
+#if defined(__SSE2__)
+// SSE2 operations on float and double lanes, shared by the kernels that write their
+// vector loops once for both types (selection.hpp extreme_value and cum_row_step,
+// norm.hpp norm_apply).
+template <typename T>
+struct Sse;
+template <>
+struct Sse<float> {
+  using V = __m128;
+  static constexpr int64_t kWidth = 4;
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static void stream(float* p, V v) { _mm_stream_ps(p, v); }  // p 16-byte aligned
+  static V set1(float v) { return _mm_set1_ps(v); }
+  static V add(V a, V b) { return _mm_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm_mul_ps(a, b); }
+  static V max(V a, V b) { return _mm_max_ps(a, b); }
+  static V min(V a, V b) { return _mm_min_ps(a, b); }
+  static V unord(V v) { return _mm_cmpunord_ps(v, v); }
+  static V ge(V a, V b) { return _mm_cmpge_ps(a, b); }
+  static V le(V a, V b) { return _mm_cmple_ps(a, b); }
+  static V bor(V a, V b) { return _mm_or_ps(a, b); }
+  static V select(V m, V a, V b) { return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)); }
+  static bool any(V v) { return _mm_movemask_ps(v) != 0; }
+  // the lanes' masks widened to 64 bits, two lanes at a time: f(mask, first lane)
+  template <typename F>
+  static void each_pair(V m, F f) {
+    const __m128i t = _mm_castps_si128(m);
+    f(_mm_unpacklo_epi32(t, t), 0);
+    f(_mm_unpackhi_epi32(t, t), 2);
+  }
+};
+template <>
+struct Sse<double> {
+  using V = __m128d;
+  static constexpr int64_t kWidth = 2;
+  static V load(const double* p) { return _mm_loadu_pd(p); }
+  static void store(double* p, V v) { _mm_storeu_pd(p, v); }
+  static void stream(double* p, V v) { _mm_stream_pd(p, v); }  // p 16-byte aligned
+  static V set1(double v) { return _mm_set1_pd(v); }
+  static V add(V a, V b) { return _mm_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm_mul_pd(a, b); }
+  static V max(V a, V b) { return _mm_max_pd(a, b); }
+  static V min(V a, V b) { return _mm_min_pd(a, b); }
+  static V unord(V v) { return _mm_cmpunord_pd(v, v); }
+  static V ge(V a, V b) { return _mm_cmpge_pd(a, b); }
+  static V le(V a, V b) { return _mm_cmple_pd(a, b); }
+  static V bor(V a, V b) { return _mm_or_pd(a, b); }
+  static V select(V m, V a, V b) { return _mm_or_pd(_mm_and_pd(m, a), _mm_andnot_pd(m, b)); }
+  static bool any(V v) { return _mm_movemask_pd(v) != 0; }
+  template <typename F>
+  static void each_pair(V m, F f) {
+    f(_mm_castpd_si128(m), 0);
+  }
+};
+#endif
 
 }  // namespace fastops

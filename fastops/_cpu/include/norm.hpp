@@ -29,10 +29,6 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "common.hpp"
 #include "parallel.hpp"
 
@@ -120,23 +116,13 @@ inline void norm_apply(const T* x, T* y, int64_t len, const NormCoef<T>& k, bool
 #if defined(__SSE2__)
   if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
     if (stream) {
+      using S = Sse<T>;
       for (; i < len && (reinterpret_cast<uintptr_t>(y + i) & 15); ++i)
         y[i] = ((x[i] - k.m_hi) - k.m_lo) * k.a + k.b;
-      if constexpr (std::is_same<T, float>::value) {
-        const __m128 mh = _mm_set1_ps(k.m_hi), ml = _mm_set1_ps(k.m_lo),
-                     a = _mm_set1_ps(k.a), b = _mm_set1_ps(k.b);
-        for (; i + 4 <= len; i += 4) {
-          const __m128 d = _mm_sub_ps(_mm_sub_ps(_mm_loadu_ps(x + i), mh), ml);
-          _mm_stream_ps(y + i, _mm_add_ps(_mm_mul_ps(d, a), b));
-        }
-      } else {
-        const __m128d mh = _mm_set1_pd(k.m_hi), ml = _mm_set1_pd(k.m_lo),
-                      a = _mm_set1_pd(k.a), b = _mm_set1_pd(k.b);
-        for (; i + 2 <= len; i += 2) {
-          const __m128d d = _mm_sub_pd(_mm_sub_pd(_mm_loadu_pd(x + i), mh), ml);
-          _mm_stream_pd(y + i, _mm_add_pd(_mm_mul_pd(d, a), b));
-        }
-      }
+      const typename S::V mh = S::set1(k.m_hi), ml = S::set1(k.m_lo), a = S::set1(k.a),
+                          b = S::set1(k.b);
+      for (; i + S::kWidth <= len; i += S::kWidth)
+        S::stream(y + i, S::add(S::mul(S::sub(S::sub(S::load(x + i), mh), ml), a), b));
     }
   }
 #endif

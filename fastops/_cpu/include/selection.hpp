@@ -92,52 +92,6 @@ inline void sort_by_index(Entry<T>* e, int64_t k) {
   std::sort(e, e + k, [](const Entry<T>& a, const Entry<T>& b) { return a.i < b.i; });
 }
 
-#if defined(__SSE2__)
-// The SSE2 operations extreme_value and cum_row_step need, for float and double.
-template <typename T>
-struct Sse;
-template <>
-struct Sse<float> {
-  using V = __m128;
-  static constexpr int64_t kWidth = 4;
-  static V load(const float* p) { return _mm_loadu_ps(p); }
-  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
-  static V max(V a, V b) { return _mm_max_ps(a, b); }
-  static V min(V a, V b) { return _mm_min_ps(a, b); }
-  static V unord(V v) { return _mm_cmpunord_ps(v, v); }
-  static V ge(V a, V b) { return _mm_cmpge_ps(a, b); }
-  static V le(V a, V b) { return _mm_cmple_ps(a, b); }
-  static V bor(V a, V b) { return _mm_or_ps(a, b); }
-  static V select(V m, V a, V b) { return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)); }
-  static bool any(V v) { return _mm_movemask_ps(v) != 0; }
-  // the lanes' masks widened to 64 bits, two lanes at a time: f(mask, first lane)
-  template <typename F>
-  static void each_pair(V m, F f) {
-    const __m128i t = _mm_castps_si128(m);
-    f(_mm_unpacklo_epi32(t, t), 0);
-    f(_mm_unpackhi_epi32(t, t), 2);
-  }
-};
-template <>
-struct Sse<double> {
-  using V = __m128d;
-  static constexpr int64_t kWidth = 2;
-  static V load(const double* p) { return _mm_loadu_pd(p); }
-  static void store(double* p, V v) { _mm_storeu_pd(p, v); }
-  static V max(V a, V b) { return _mm_max_pd(a, b); }
-  static V min(V a, V b) { return _mm_min_pd(a, b); }
-  static V unord(V v) { return _mm_cmpunord_pd(v, v); }
-  static V ge(V a, V b) { return _mm_cmpge_pd(a, b); }
-  static V le(V a, V b) { return _mm_cmple_pd(a, b); }
-  static V bor(V a, V b) { return _mm_or_pd(a, b); }
-  static V select(V m, V a, V b) { return _mm_or_pd(_mm_and_pd(m, a), _mm_andnot_pd(m, b)); }
-  static bool any(V v) { return _mm_movemask_pd(v) != 0; }
-  template <typename F>
-  static void each_pair(V m, F f) {
-    f(_mm_castpd_si128(m), 0);
-  }
-};
-#endif
 
 // The max (Max) or min of p[0:n] by plain > (<), so NaN never wins, and whether any
 // value is NaN: branch-free, in independent accumulators.  Explicit SSE2 for float and
