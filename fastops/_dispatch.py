@@ -160,6 +160,17 @@ _KERNEL_MODULES = {}        # (backend name, family) -> kernel module
 _KERNELS = {}               # (backend name, family, kernel name) -> kernel function
 
 
+def fast_path(family, name):
+    """The compiled fast path ``name`` of a CPU kernel family (fastops/_cpu/_fast.pxd): it
+    returns the op's result for the common small NumPy call and None for anything else,
+    after which the public function takes its general path."""
+    fn = _KERNELS.get(("fast", family, name))
+    if fn is None:
+        fn = _KERNELS["fast", family, name] = getattr(
+            importlib.import_module(cpu_module(family)), name)
+    return fn
+
+
 _host_empty = None          # fastops._cpu._pool.empty, imported on the first CPU output
 
 

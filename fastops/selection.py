@@ -97,6 +97,9 @@ def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
 
 
 def _cumulative(op, x, axis, is_max):
+    done = _dispatch.fast_path("selection", "fast_cumext")(x, axis, is_max, ValuesIndices)
+    if done is not None:
+        return done
     be, (x,) = _dispatch.prepare(op, x=x)
     _validate.dtype_in(op, "x", x, _REAL)
     if x.ndim == 0:

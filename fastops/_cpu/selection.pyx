@@ -3,8 +3,13 @@
 from libc.stdint cimport int64_t
 from libcpp cimport bool as cbool
 
+cimport numpy as cnp
+
 from fastops._cpu import _pool
+from fastops._cpu._fast cimport is_real_type, plain, plain_axis, prod
 from fastops._cpu._types cimport real, uword
+
+cnp.import_array()
 
 # every kernel is `except +`: std::bad_alloc (scratch) becomes MemoryError
 cdef extern from "selection.hpp" namespace "fastops" nogil:
@@ -32,6 +37,9 @@ cdef extern from "selection.hpp" namespace "fastops" nogil:
                                                    const int64_t* shape, int nchunks,
                                                    const int64_t* offsets, int64_t nnz,
                                                    int64_t* out, int nthreads) except +
+    bint cumext_contiguous(int typenum, const void* x, int64_t outer, int64_t n,
+                           int64_t inner, cbool is_max, void* values,
+                           int64_t* indices) except +
 
 
 def topk(const real[:, :, :] x, int64_t k, bint largest, bint sorted,
@@ -113,3 +121,22 @@ def nonzero(const uword[::1] x, uword mask, const int64_t[::1] shape, int nthrea
             c_nonzero_fill(&x[0], size, mask, ndim, &shape[0], nchunks, &offsets[0], nnz,
                            &o[0, 0], nthreads)
     return out
+
+
+def fast_cumext(x, axis, bint is_max, result):
+    """cummax (is_max) / cummin of a plain input (fastops/_cpu/_fast.pxd) as
+    ``result(values, indices)``, or None: the general path (fastops.selection) decides."""
+    if not plain(x):
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>x
+    cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a)
+    cdef int ax = plain_axis(axis, nd)
+    if ax < 0 or not is_real_type(typenum):
+        return None
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(a)
+    cdef cnp.ndarray values = cnp.PyArray_EMPTY(nd, dims, typenum, 0)
+    cdef cnp.ndarray indices = cnp.PyArray_EMPTY(nd, dims, cnp.NPY_INT64, 0)
+    cumext_contiguous(typenum, cnp.PyArray_DATA(a), prod(dims, 0, ax), dims[ax],
+                      prod(dims, ax + 1, nd), is_max, cnp.PyArray_DATA(values),
+                      <int64_t*>cnp.PyArray_DATA(indices))
+    return result(values, indices)

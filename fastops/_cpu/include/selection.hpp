@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "npy_types.hpp"
 #include "parallel.hpp"
 
 #if defined(__SSE2__)
@@ -909,6 +910,20 @@ void nonzero_fill(const U* x, int64_t size, U mask, int ndim, const int64_t* sha
       for (; k < k_end; ++k)           // fewer nonzeros than counted: the input changed
         for (int d = 0; d < ndim; ++d) out[d * nnz + k] = 0;
     }
+  });
+}
+
+// ------------------------------------------------------- compiled fast-path entries
+// For the fast_* functions of selection.pyx (fastops/_cpu/_fast.pxd): a C-contiguous
+// input of NumPy type number `typenum`, on one thread (the fast paths take only inputs
+// the kernels would run serially anyway); false, with nothing done, for a dtype
+// visit_real leaves to the general path.
+inline bool cumext_contiguous(int typenum, const void* x, int64_t outer, int64_t n,
+                              int64_t inner, bool is_max, void* values, int64_t* indices) {
+  return visit_real(typenum, [&](auto t) {
+    using T = decltype(t);
+    cumext(static_cast<const T*>(x), outer, n, inner, n * inner, inner, 1, is_max,
+           static_cast<T*>(values), indices, 1);
   });
 }
 

@@ -1,0 +1,49 @@
+# The compiled fast paths of the public calls (issue 14: a tiny call's fixed cost).
+#
+# A public op first offers its arguments to the fast_<op> function of its family's
+# module (fastops._dispatch.fast_path).  That function takes only the common call whose
+# validation cannot fail: exact NumPy arrays, C-contiguous, aligned, native byte order,
+# a dtype the kernel computes as is, plain Python ints in range, at most FAST_MAX_SIZE
+# elements (the kernels run those on one thread anyway).  It allocates the outputs and
+# runs the same kernel as the general path, holding the GIL (no other thread can change
+# a tiny input mid-call, and releasing it costs more than the kernel).  For anything
+# else it returns None and the public function goes on with its general path, whose
+# validation owns every error message; so a fast path never raises for bad input.
+cimport numpy as cnp
+from cpython.long cimport PyLong_AsLongAndOverflow
+from libc.stdint cimport int64_t
+
+cdef extern from "npy_types.hpp" namespace "fastops" nogil:
+    bint is_real_type(int typenum)
+
+cdef extern from "common.hpp" namespace "fastops" nogil:
+    const int64_t kParallelGrain
+
+cdef inline bint plain(object x):
+    """x is exactly an ndarray, C-contiguous, aligned, native byte order, with between 1
+    and kParallelGrain elements."""
+    if type(x) is not cnp.ndarray:
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>x
+    cdef cnp.npy_intp size = cnp.PyArray_SIZE(a)
+    return (cnp.PyArray_ISCARRAY_RO(a) and cnp.PyArray_ISNOTSWAPPED(a)
+            and 0 < size <= kParallelGrain)
+
+
+cdef inline int plain_axis(object axis, int ndim):
+    """``axis`` in [0, ndim) when it is a Python int in [-ndim, ndim), else -1."""
+    if type(axis) is not int:
+        return -1
+    cdef int overflow = 0
+    cdef long a = PyLong_AsLongAndOverflow(axis, &overflow)
+    if overflow or a < -ndim or a >= ndim:
+        return -1
+    return <int>(a + ndim if a < 0 else a)
+
+
+cdef inline int64_t prod(const cnp.npy_intp* dims, int begin, int end):
+    cdef int64_t p = 1
+    cdef int d
+    for d in range(begin, end):
+        p *= dims[d]
+    return p
