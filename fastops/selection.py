@@ -65,6 +65,10 @@ def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
     and a sort of the k winners; rows run in parallel, and a single long row is split
     across threads.
     """
+    done = _dispatch.fast_path("selection", "fast_topk")(x, k, axis, largest, sorted,
+                                                        ValuesIndices)
+    if done is not None:
+        return done
     op = "topk"
     be, (x,) = _dispatch.prepare(op, x=x)
     _validate.dtype_in(op, "x", x, _REAL)
@@ -163,6 +167,9 @@ def nonzero(x: Array) -> Array:
     dtype: bool, integers, floats of any width (-0.0 is zero, NaN is nonzero), complex,
     in either byte order.  Other dtypes (strings, objects, datetimes) raise TypeError.
     """
+    done = _dispatch.fast_path("selection", "fast_nonzero")(x)
+    if done is not None:
+        return done
     op = "nonzero"
     be, (x,) = _dispatch.prepare(op, x=x)
     xp = be.xp

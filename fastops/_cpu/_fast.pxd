@@ -22,7 +22,7 @@ cdef extern from "common.hpp" namespace "fastops" nogil:
 cdef inline bint plain(object x):
     """x is exactly an ndarray, C-contiguous, aligned, native byte order, with between 1
     and kParallelGrain elements."""
-    if type(x) is not cnp.ndarray:
+    if type(x) is not cnp.ndarray or sizeof(cnp.npy_intp) != sizeof(int64_t):
         return False
     cdef cnp.ndarray a = <cnp.ndarray>x
     cdef cnp.npy_intp size = cnp.PyArray_SIZE(a)
@@ -47,3 +47,38 @@ cdef inline int64_t prod(const cnp.npy_intp* dims, int begin, int end):
     for d in range(begin, end):
         p *= dims[d]
     return p
+
+
+cdef inline const int64_t* shape_of(cnp.ndarray a):
+    """a.shape as int64_t (npy_intp is 64-bit wherever fastops builds: plain() checks)."""
+    return <const int64_t*>cnp.PyArray_DIMS(a)
+
+
+cdef inline bint moves_bits(int typenum, int itemsize):
+    """A dtype the bit-moving kernels take (fastops.scatter's _check_data_dtype): bool,
+    an integer, float or complex type of 1, 2, 4 or 8 bytes."""
+    return ((cnp.PyTypeNum_ISBOOL(typenum) or cnp.PyTypeNum_ISNUMBER(typenum))
+            and (itemsize == 1 or itemsize == 2 or itemsize == 4 or itemsize == 8))
+
+
+cdef inline bint index_type(cnp.ndarray a):
+    """int32 or int64 (any spelling): the index dtypes the kernels take as they are."""
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(a)
+    return cnp.PyTypeNum_ISSIGNED(cnp.PyArray_TYPE(a)) and (itemsize == 4 or itemsize == 8)
+
+
+cdef inline int reduction_code(object reduction, dict codes):
+    """The kernel code of a reduction argument (None or a key of ``codes``), else -1."""
+    if reduction is None:
+        return 0
+    if type(reduction) is not str:
+        return -1
+    return codes.get(reduction, -1)
+
+
+cdef inline bint same_dims(const cnp.npy_intp* a, const cnp.npy_intp* b, int n):
+    cdef int d
+    for d in range(n):
+        if a[d] != b[d]:
+            return False
+    return True

@@ -4,7 +4,13 @@
 # `idx` (nothing is written to the output then), or -1.
 from libc.stdint cimport int32_t, int64_t
 
+cimport numpy as cnp
+
+from fastops._cpu._fast cimport (index_type, moves_bits, plain, plain_axis, prod,
+                                 reduction_code, same_dims, shape_of)
 from fastops._cpu._types cimport real
+
+cnp.import_array()
 
 ctypedef fused index_t:
     int32_t
@@ -28,6 +34,20 @@ cdef extern from "scatter.hpp" namespace "fastops" nogil:
     int64_t c_gather_nd "fastops::gather_nd"[T, I](
         const T* data, const I* idx, int64_t N, int k, const int64_t* dims,
         int64_t per_batch, int64_t batch_rows, int64_t S, T* out, int nthreads) except +
+    int64_t scatter_elements_contiguous(int typenum, int itemsize, int index_typenum,
+                                        const void* data, void* out, const void* idx,
+                                        const void* upd, int64_t O, int64_t m, int64_t In,
+                                        int64_t n_axis, int reduction) except +
+    int64_t gather_elements_contiguous(int itemsize, int index_typenum, const void* data,
+                                       const void* idx, int64_t O, int64_t m, int64_t In,
+                                       int64_t n_axis, void* out) except +
+    int64_t scatter_nd_contiguous(int typenum, int itemsize, int index_typenum,
+                                  const void* data, void* out, int64_t out_size,
+                                  const void* idx, int64_t N, int k, const int64_t* dims,
+                                  const void* upd, int64_t S, int reduction) except +
+    int64_t gather_nd_contiguous(int itemsize, int index_typenum, const void* data,
+                                 const void* idx, int64_t N, int k, const int64_t* dims,
+                                 int64_t S, void* out) except +
 
 
 cdef inline size_t _addr(a):
@@ -101,3 +121,109 @@ def gather_nd(data, const index_t[::1] idx, int64_t N, int k, const int64_t[::1]
     with nogil:
         r = c_gather_nd(dp, ip, N, k, dm, per_batch, batch_rows, S, op, nthreads)
     return r
+
+
+# ------------------------------------------------ compiled fast paths (_fast.pxd)
+# Each returns the op's result for plain inputs whose indices are all in range, else
+# None (the general path in fastops.scatter then validates, and raises for a bad index).
+cdef inline bint _elements_layout(cnp.ndarray data, cnp.ndarray indices, int ax):
+    """indices has data's rank and its shape outside the axis (no offset tables)."""
+    cdef int nd = cnp.PyArray_NDIM(data), d
+    if cnp.PyArray_NDIM(indices) != nd:
+        return False
+    for d in range(nd):
+        if d != ax and cnp.PyArray_DIMS(indices)[d] != cnp.PyArray_DIMS(data)[d]:
+            return False
+    return True
+
+
+def fast_scatter_elements(data, indices, updates, axis, reduction, dict codes):
+    if not (plain(data) and plain(indices) and plain(updates)):
+        return None
+    cdef cnp.ndarray d = <cnp.ndarray>data, i = <cnp.ndarray>indices, u = <cnp.ndarray>updates
+    cdef int nd = cnp.PyArray_NDIM(d), typenum = cnp.PyArray_TYPE(d)
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(d), red = reduction_code(reduction, codes)
+    cdef int ax = plain_axis(axis, nd)
+    if (red < 0 or ax < 0 or not moves_bits(typenum, itemsize) or not index_type(i)
+            or cnp.PyArray_TYPE(u) != typenum or cnp.PyArray_NDIM(u) != nd
+            or not same_dims(cnp.PyArray_DIMS(u), cnp.PyArray_DIMS(i), nd)
+            or not _elements_layout(d, i, ax)):
+        return None
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(i)
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(nd, cnp.PyArray_DIMS(d), typenum, 0)
+    if scatter_elements_contiguous(typenum, itemsize, cnp.PyArray_TYPE(i), cnp.PyArray_DATA(d),
+                                   cnp.PyArray_DATA(out), cnp.PyArray_DATA(i),
+                                   cnp.PyArray_DATA(u), prod(dims, 0, ax), dims[ax],
+                                   prod(dims, ax + 1, nd), cnp.PyArray_DIMS(d)[ax], red) != -1:
+        return None
+    return out
+
+
+def fast_gather_elements(data, indices, axis):
+    if not (plain(data) and plain(indices)):
+        return None
+    cdef cnp.ndarray d = <cnp.ndarray>data, i = <cnp.ndarray>indices
+    cdef int nd = cnp.PyArray_NDIM(d), typenum = cnp.PyArray_TYPE(d)
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(d)
+    cdef int ax = plain_axis(axis, nd)
+    if (ax < 0 or not moves_bits(typenum, itemsize) or not index_type(i)
+            or not _elements_layout(d, i, ax)):
+        return None
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(i)
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(nd, dims, typenum, 0)
+    if gather_elements_contiguous(itemsize, cnp.PyArray_TYPE(i), cnp.PyArray_DATA(d),
+                                  cnp.PyArray_DATA(i), prod(dims, 0, ax), dims[ax],
+                                  prod(dims, ax + 1, nd), cnp.PyArray_DIMS(d)[ax],
+                                  cnp.PyArray_DATA(out)) != -1:
+        return None
+    return out
+
+
+def fast_scatter_nd(data, indices, updates, reduction, dict codes):
+    if not (plain(data) and plain(indices) and plain(updates)):
+        return None
+    cdef cnp.ndarray d = <cnp.ndarray>data, i = <cnp.ndarray>indices, u = <cnp.ndarray>updates
+    cdef int nd = cnp.PyArray_NDIM(d), typenum = cnp.PyArray_TYPE(d)
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(d), red = reduction_code(reduction, codes)
+    cdef int qd = cnp.PyArray_NDIM(i)
+    if (red < 0 or qd == 0 or not moves_bits(typenum, itemsize) or not index_type(i)
+            or cnp.PyArray_TYPE(u) != typenum):
+        return None
+    cdef int k = <int>cnp.PyArray_DIMS(i)[qd - 1]     # >= 1: indices is not empty
+    if k > nd or cnp.PyArray_NDIM(u) != qd - 1 + nd - k \
+            or not same_dims(cnp.PyArray_DIMS(u), cnp.PyArray_DIMS(i), qd - 1) \
+            or not same_dims(cnp.PyArray_DIMS(u) + qd - 1, cnp.PyArray_DIMS(d) + k, nd - k):
+        return None
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(nd, cnp.PyArray_DIMS(d), typenum, 0)
+    if scatter_nd_contiguous(typenum, itemsize, cnp.PyArray_TYPE(i), cnp.PyArray_DATA(d),
+                             cnp.PyArray_DATA(out), cnp.PyArray_SIZE(d), cnp.PyArray_DATA(i),
+                             prod(cnp.PyArray_DIMS(i), 0, qd - 1), k, shape_of(d),
+                             cnp.PyArray_DATA(u), prod(cnp.PyArray_DIMS(d), k, nd), red) != -1:
+        return None
+    return out
+
+
+def fast_gather_nd(data, indices, batch_dims):
+    if not (plain(data) and plain(indices)) or type(batch_dims) is not int or batch_dims != 0:
+        return None
+    cdef cnp.ndarray d = <cnp.ndarray>data, i = <cnp.ndarray>indices
+    cdef int nd = cnp.PyArray_NDIM(d), typenum = cnp.PyArray_TYPE(d)
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(d), qd = cnp.PyArray_NDIM(i)
+    if qd == 0 or not moves_bits(typenum, itemsize) or not index_type(i):
+        return None
+    cdef int k = <int>cnp.PyArray_DIMS(i)[qd - 1]     # >= 1: indices is not empty
+    if k > nd or qd - 1 + nd - k > 64:                 # (NPY_MAXDIMS)
+        return None
+    cdef cnp.npy_intp out_dims[64]
+    cdef int r
+    for r in range(qd - 1):
+        out_dims[r] = cnp.PyArray_DIMS(i)[r]
+    for r in range(k, nd):
+        out_dims[qd - 1 + r - k] = cnp.PyArray_DIMS(d)[r]
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(qd - 1 + nd - k, out_dims, typenum, 0)
+    if gather_nd_contiguous(itemsize, cnp.PyArray_TYPE(i), cnp.PyArray_DATA(d),
+                            cnp.PyArray_DATA(i), prod(cnp.PyArray_DIMS(i), 0, qd - 1), k,
+                            shape_of(d), prod(cnp.PyArray_DIMS(d), k, nd),
+                            cnp.PyArray_DATA(out)) != -1:
+        return None
+    return out

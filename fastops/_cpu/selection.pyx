@@ -6,7 +6,7 @@ from libcpp cimport bool as cbool
 cimport numpy as cnp
 
 from fastops._cpu import _pool
-from fastops._cpu._fast cimport is_real_type, plain, plain_axis, prod
+from fastops._cpu._fast cimport is_real_type, plain, plain_axis, prod, shape_of
 from fastops._cpu._types cimport real, uword
 
 cnp.import_array()
@@ -40,6 +40,14 @@ cdef extern from "selection.hpp" namespace "fastops" nogil:
     bint cumext_contiguous(int typenum, const void* x, int64_t outer, int64_t n,
                            int64_t inner, cbool is_max, void* values,
                            int64_t* indices) except +
+    bint topk_contiguous(int typenum, const void* x, int64_t outer, int64_t n, int64_t inner,
+                         int64_t k, cbool largest, cbool sorted, void* values,
+                         int64_t* indices) except +
+    int64_t nonzero_count_contiguous(int itemsize, cbool is_float, const void* x,
+                                     int64_t size) except +
+    void nonzero_fill_contiguous(int itemsize, cbool is_float, const void* x, int64_t size,
+                                 int ndim, const int64_t* shape, int64_t nnz,
+                                 int64_t* out) except +
 
 
 def topk(const real[:, :, :] x, int64_t k, bint largest, bint sorted,
@@ -125,7 +133,7 @@ def nonzero(const uword[::1] x, uword mask, const int64_t[::1] shape, int nthrea
 
 def fast_cumext(x, axis, bint is_max, result):
     """cummax (is_max) / cummin of a plain input (fastops/_cpu/_fast.pxd) as
-    ``result(values, indices)``, or None: the general path (fastops.selection) decides."""
+    the named tuple ``result`` (values, indices), or None: the general path (fastops.selection) decides."""
     if not plain(x):
         return None
     cdef cnp.ndarray a = <cnp.ndarray>x
@@ -139,4 +147,54 @@ def fast_cumext(x, axis, bint is_max, result):
     cumext_contiguous(typenum, cnp.PyArray_DATA(a), prod(dims, 0, ax), dims[ax],
                       prod(dims, ax + 1, nd), is_max, cnp.PyArray_DATA(values),
                       <int64_t*>cnp.PyArray_DATA(indices))
-    return result(values, indices)
+    return tuple.__new__(result, (values, indices))     # (no Python-level __new__)
+
+
+def fast_topk(x, k, axis, largest, sorted, result):
+    """topk of a plain input (fastops/_cpu/_fast.pxd) with a Python int 1 <= k <= n and
+    Python bool flags, as the named tuple ``result`` (values, indices); else None."""
+    if not plain(x) or type(k) is not int or type(largest) is not bool \
+            or type(sorted) is not bool:
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>x
+    cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a)
+    cdef int ax = plain_axis(axis, nd)
+    if ax < 0 or not is_real_type(typenum):
+        return None
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(a)
+    if not 1 <= k <= dims[ax]:
+        return None
+    cdef cnp.npy_intp out_dims[64]      # NPY_MAXDIMS
+    for d in range(nd):
+        out_dims[d] = dims[d]
+    out_dims[ax] = k
+    cdef cnp.ndarray values = cnp.PyArray_EMPTY(nd, out_dims, typenum, 0)
+    cdef cnp.ndarray indices = cnp.PyArray_EMPTY(nd, out_dims, cnp.NPY_INT64, 0)
+    topk_contiguous(typenum, cnp.PyArray_DATA(a), prod(dims, 0, ax), dims[ax],
+                    prod(dims, ax + 1, nd), k, largest, sorted, cnp.PyArray_DATA(values),
+                    <int64_t*>cnp.PyArray_DATA(indices))
+    return tuple.__new__(result, (values, indices))     # (no Python-level __new__)
+
+
+def fast_nonzero(x):
+    """nonzero of a plain input (fastops/_cpu/_fast.pxd) of rank >= 1 and a bool, integer
+    or float dtype of 1, 2, 4 or 8 bytes; else None."""
+    if not plain(x):
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>x
+    cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a)
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(a)
+    cdef bint is_float = cnp.PyTypeNum_ISFLOAT(typenum)
+    if nd == 0 or not (is_float or cnp.PyTypeNum_ISINTEGER(typenum)
+                       or cnp.PyTypeNum_ISBOOL(typenum)) or itemsize not in (1, 2, 4, 8):
+        return None
+    cdef int64_t size = cnp.PyArray_SIZE(a)
+    cdef int64_t nnz = nonzero_count_contiguous(itemsize, is_float, cnp.PyArray_DATA(a), size)
+    cdef cnp.npy_intp out_dims[2]
+    out_dims[0] = nd
+    out_dims[1] = nnz
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(2, out_dims, cnp.NPY_INT64, 0)
+    if nnz:
+        nonzero_fill_contiguous(itemsize, is_float, cnp.PyArray_DATA(a), size, nd,
+                                shape_of(a), nnz, <int64_t*>cnp.PyArray_DATA(out))
+    return out

@@ -40,4 +40,32 @@ inline bool is_real_type(int typenum) {
   return visit_real(typenum, [](auto) {});
 }
 
+// f(U{}) with U the unsigned word of `itemsize` bytes (kernels that move bits), false
+// for other sizes.
+template <typename F>
+inline bool visit_word(int itemsize, F&& f) {
+  switch (itemsize) {
+    case 1: f(uint8_t{}); return true;
+    case 2: f(uint16_t{}); return true;
+    case 4: f(uint32_t{}); return true;
+    case 8: f(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
+// f(I{}) with I int32_t or int64_t for a signed 4- or 8-byte integer type number (the
+// index dtypes the kernels take), false for any other.
+template <typename F>
+inline bool visit_index(int typenum, F&& f) {
+  bool done = false;
+  visit_real(typenum, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+      f(T{});
+      done = true;
+    }
+  });
+  return done;
+}
+
 }  // namespace fastops

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "common.hpp"
-
+#include "npy_types.hpp"
 #include "parallel.hpp"
 
 namespace fastops {
@@ -403,6 +403,91 @@ int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* 
     }
   });
   return bad.first() == kNoBad ? -1 : bad.first();
+}
+
+// ------------------------------------------------------- compiled fast-path entries
+// For the fast_* functions of scatter.pyx (fastops/_cpu/_fast.pxd): C-contiguous data,
+// indices and updates, one thread; in the elements ops, indices have data's shape
+// outside the axis.  Elements are words of `itemsize` bytes for bit moves (gathers,
+// reduction "none") and the C type of NumPy type number `typenum` for reductions.
+// Each returns the kernel's result (-1, or the first bad index position), or
+// kFastUnsupported with nothing done when visit_* leaves a type to the general path.
+constexpr int64_t kFastUnsupported = -2;
+
+template <typename F>
+inline void visit_elements(int typenum, int itemsize, int reduction, F&& f) {
+  if (reduction == kRedNone)
+    visit_word(itemsize, f);
+  else
+    visit_real(typenum, f);
+}
+
+inline int64_t scatter_elements_contiguous(int typenum, int itemsize, int index_typenum,
+                                           const void* data, void* out, const void* idx,
+                                           const void* upd, int64_t O, int64_t m, int64_t In,
+                                           int64_t n_axis, int reduction) {
+  int64_t r = kFastUnsupported;
+  visit_index(index_typenum, [&](auto i) {
+    using I = decltype(i);
+    visit_elements(typenum, itemsize, reduction, [&](auto t) {
+      using T = decltype(t);
+      r = scatter_elements(static_cast<const T*>(data), static_cast<T*>(out), O * n_axis * In,
+                           static_cast<const I*>(idx), static_cast<const T*>(upd), O, m, In,
+                           nullptr, nullptr, n_axis * In, 1, In, n_axis, reduction, 1);
+    });
+  });
+  return r;
+}
+
+inline int64_t gather_elements_contiguous(int itemsize, int index_typenum, const void* data,
+                                          const void* idx, int64_t O, int64_t m, int64_t In,
+                                          int64_t n_axis, void* out) {
+  int64_t r = kFastUnsupported;
+  visit_index(index_typenum, [&](auto i) {
+    using I = decltype(i);
+    visit_word(itemsize, [&](auto t) {
+      using T = decltype(t);
+      r = gather_elements(static_cast<const T*>(data), static_cast<const I*>(idx), O, m, In,
+                          nullptr, nullptr, n_axis * In, 1, In, n_axis, static_cast<T*>(out),
+                          1);
+    });
+  });
+  return r;
+}
+
+inline int64_t scatter_nd_contiguous(int typenum, int itemsize, int index_typenum,
+                                     const void* data, void* out, int64_t out_size,
+                                     const void* idx, int64_t N, int k, const int64_t* dims,
+                                     const void* upd, int64_t S, int reduction) {
+  int64_t r = kFastUnsupported;
+  std::vector<int64_t> rows(static_cast<size_t>(N));
+  visit_index(index_typenum, [&](auto i) {
+    using I = decltype(i);
+    visit_elements(typenum, itemsize, reduction, [&](auto t) {
+      using T = decltype(t);
+      r = scatter_nd(static_cast<const T*>(data), static_cast<T*>(out), out_size,
+                     static_cast<const I*>(idx), N, k, dims, static_cast<const T*>(upd), S,
+                     rows.data(), reduction, 1);
+    });
+  });
+  return r;
+}
+
+inline int64_t gather_nd_contiguous(int itemsize, int index_typenum, const void* data,
+                                    const void* idx, int64_t N, int k, const int64_t* dims,
+                                    int64_t S, void* out) {
+  int64_t r = kFastUnsupported;
+  int64_t batch_rows = 1;
+  for (int d = 0; d < k; ++d) batch_rows *= dims[d];
+  visit_index(index_typenum, [&](auto i) {
+    using I = decltype(i);
+    visit_word(itemsize, [&](auto t) {
+      using T = decltype(t);
+      r = gather_nd(static_cast<const T*>(data), static_cast<const I*>(idx), N, k, dims, N,
+                    batch_rows, S, static_cast<T*>(out), 1);
+    });
+  });
+  return r;
 }
 
 }  // namespace fastops

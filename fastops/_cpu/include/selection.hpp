@@ -927,4 +927,44 @@ inline bool cumext_contiguous(int typenum, const void* x, int64_t outer, int64_t
   });
 }
 
+inline bool topk_contiguous(int typenum, const void* x, int64_t outer, int64_t n,
+                            int64_t inner, int64_t k, bool largest, bool sorted, void* values,
+                            int64_t* indices) {
+  return visit_real(typenum, [&](auto t) {
+    using T = decltype(t);
+    topk(static_cast<const T*>(x), outer, n, inner, n * inner, inner, 1, k, largest, sorted,
+         static_cast<T*>(values), indices, 1);
+  });
+}
+
+// NonZero of `size` elements of `itemsize` bytes (1, 2, 4 or 8): the count, then the
+// fill of (ndim, nnz) coordinates.  A float's word mask drops the sign bit, as
+// fastops.selection.nonzero's does for the general path.
+template <typename U>
+inline U nonzero_mask(bool is_float) {
+  return is_float ? static_cast<U>(static_cast<U>(~U(0)) >> 1) : static_cast<U>(~U(0));
+}
+
+inline int64_t nonzero_count_contiguous(int itemsize, bool is_float, const void* x,
+                                        int64_t size) {
+  int64_t nnz = 0, first = 0;
+  visit_word(itemsize, [&](auto w) {
+    using U = decltype(w);
+    nnz = nonzero_count(static_cast<const U*>(x), size, nonzero_mask<U>(is_float), 1, &first,
+                        1);
+  });
+  return nnz;
+}
+
+inline void nonzero_fill_contiguous(int itemsize, bool is_float, const void* x, int64_t size,
+                                    int ndim, const int64_t* shape, int64_t nnz,
+                                    int64_t* out) {
+  const int64_t first = 0;
+  visit_word(itemsize, [&](auto w) {
+    using U = decltype(w);
+    nonzero_fill(static_cast<const U*>(x), size, nonzero_mask<U>(is_float), ndim, shape, 1,
+                 &first, nnz, out, 1);
+  });
+}
+
 }  // namespace fastops

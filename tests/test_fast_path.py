@@ -1,0 +1,258 @@
+"""The compiled fast paths of the public calls (fastops/_cpu/_fast.pxd) against the
+general path they shortcut: same dtype, shape and bytes for every plain input, the same
+exception for bad ones, the fast path really taken for plain inputs and declined for
+everything it does not cover.  Every ``fast_*`` function of every CPU family must have
+cases here (test_every_fast_path_has_cases), so a new one cannot land untested."""
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+
+import fastops
+import fastops._cpu
+from fastops import _dispatch
+
+REAL = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64,
+        np.float32, np.float64]
+BITS = REAL + [np.bool_, np.float16, np.complex64]
+
+
+def _data(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.4
+    if dtype.kind == "f":
+        x = rng.standard_normal(shape).astype(dtype)
+        x.flat[::7] = 0            # ties and zeros (and -0.0 below)
+        x.flat[3::11] = -0.0
+        if x.size > 5:
+            x.flat[5] = np.nan
+        return x
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.integers(0, 2, shape)).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, -5), min(info.max, 5), shape, endpoint=True).astype(dtype)
+
+
+def _cases():
+    """(fast function name, label, call) triples; call() runs the public op."""
+    rng = np.random.default_rng(7)
+    out = []
+    for dt in REAL:
+        for shape in [(17,), (4, 16), (3, 5, 6), (2, 1, 3, 4)]:
+            x = _data(rng, shape, dt)
+            for axis in range(-len(shape), len(shape)):
+                n = shape[axis]
+                out.append(("fast_cumext", f"cummax {dt.__name__} {shape} {axis}",
+                            lambda x=x, a=axis: fastops.cummax(x, a)))
+                out.append(("fast_cumext", f"cummin {dt.__name__} {shape} {axis}",
+                            lambda x=x, a=axis: fastops.cummin(x, a)))
+                for k in sorted({1, min(2, n), n}):
+                    for largest in (True, False):
+                        for sorted_ in (True, False):
+                            out.append(("fast_topk", f"topk {dt.__name__} {shape} {axis} {k}",
+                                        lambda x=x, k=k, a=axis, l=largest, s=sorted_:
+                                        fastops.topk(x, k, a, l, s)))
+    for dt in BITS:
+        if dt is not np.complex64:      # (complex nonzero is x != 0: the general path)
+            for shape in [(1,), (9,), (4, 16), (2, 3, 5)]:
+                x = _data(rng, shape, dt)
+                out.append(("fast_nonzero", f"nonzero {np.dtype(dt)} {shape}",
+                            lambda x=x: fastops.nonzero(x)))
+            out.append(("fast_nonzero", f"nonzero {np.dtype(dt)} all zero",
+                        lambda z=np.zeros((3, 4), dt): fastops.nonzero(z)))
+        for shape, axis in [((8, 8), 0), ((8, 8), 1), ((3, 4, 5), 1), ((3, 4, 5), -1)]:
+            data = _data(rng, shape, dt)
+            for idt in (np.int32, np.int64):
+                n = shape[axis]
+                ishape = list(shape)
+                ishape[axis] = 6
+                idx = rng.integers(-n, n, ishape).astype(idt)
+                upd = _data(rng, ishape, dt)
+                out.append(("fast_gather_elements", f"gather_elements {np.dtype(dt)} {shape}",
+                            lambda d=data, i=idx, a=axis: fastops.gather_elements(d, i, a)))
+                reductions = ["none", None] + (["add", "mul", "max", "min"] if dt in REAL else [])
+                for red in reductions:
+                    out.append(("fast_scatter_elements",
+                                f"scatter_elements {np.dtype(dt)} {shape} {red}",
+                                lambda d=data, i=idx, u=upd, a=axis, r=red:
+                                fastops.scatter_elements(d, i, u, a, r)))
+                out.append(("fast_scatter_elements", f"scatter {np.dtype(dt)} {shape}",
+                            lambda d=data, i=idx, u=upd, a=axis: fastops.scatter(d, i, u, a)))
+                for k in range(1, len(shape) + 1):
+                    tuples = np.stack([rng.integers(-s, s, 5) for s in shape[:k]], -1)
+                    tuples = tuples.astype(idt).reshape(5, k)
+                    nd_upd = _data(rng, (5,) + shape[k:], dt)
+                    out.append(("fast_gather_nd", f"gather_nd {np.dtype(dt)} {shape} k={k}",
+                                lambda d=data, i=tuples: fastops.gather_nd(d, i)))
+                    for red in reductions:
+                        out.append(("fast_scatter_nd",
+                                    f"scatter_nd {np.dtype(dt)} {shape} k={k} {red}",
+                                    lambda d=data, i=tuples, u=nd_upd, r=red:
+                                    fastops.scatter_nd(d, i, u, r)))
+    return out
+
+
+CASES = _cases()
+# bad input that a fast path sees first: it must decline, and the general path raise
+BAD = [
+    ("topk k > n", lambda: fastops.topk(np.ones((2, 3), np.float32), 4)),
+    ("topk axis", lambda: fastops.topk(np.ones((2, 3), np.float32), 1, axis=2)),
+    ("cummax axis", lambda: fastops.cummax(np.ones((2, 3), np.float32), -3)),
+    ("cummax 0-d", lambda: fastops.cummax(np.float32(1.0).reshape(()), 0)),
+    ("cummax bool", lambda: fastops.cummax(np.ones(3, bool), 0)),
+    ("cummax huge axis", lambda: fastops.cummax(np.ones(3, np.float32), 2 ** 70)),
+    ("gather_elements bad index",
+     lambda: fastops.gather_elements(np.ones((4, 4)), np.full((2, 4), 4), 0)),
+    ("gather_nd bad index", lambda: fastops.gather_nd(np.ones((4, 4)), np.array([[1, -5]]))),
+    ("scatter_elements bad index",
+     lambda: fastops.scatter_elements(np.ones((4, 4)), np.full((2, 4), -5), np.ones((2, 4)))),
+    ("scatter_nd bad index",
+     lambda: fastops.scatter_nd(np.ones((4, 4)), np.array([[9]]), np.ones((1, 4)))),
+    ("scatter_nd bad reduction",
+     lambda: fastops.scatter_nd(np.ones((4, 4)), np.array([[1]]), np.ones((1, 4)), "sum")),
+    ("scatter_elements updates dtype",
+     lambda: fastops.scatter_elements(np.ones((4, 4)), np.zeros((2, 4), np.int64),
+                                      np.ones((2, 4), np.complex64))),
+]
+
+
+def _general_only(monkeypatch):
+    monkeypatch.setattr(_dispatch, "fast_path", lambda family, name: (lambda *a: None))
+
+
+def _same(a, b):
+    if isinstance(a, tuple):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+        return
+    assert type(a) is type(b) is np.ndarray
+    assert a.dtype == b.dtype and a.shape == b.shape and a.flags.c_contiguous
+    assert a.tobytes() == b.tobytes()
+
+
+def _spy(monkeypatch):
+    """Records (name, whether it returned a result) for every fast path offered a call."""
+    seen = []
+    real = _dispatch.fast_path
+
+    def spying(family, name):
+        fn = real(family, name)
+
+        def call(*args):
+            r = fn(*args)
+            seen.append((name, r is not None))
+            return r
+        return call
+    monkeypatch.setattr(_dispatch, "fast_path", spying)
+    return seen
+
+
+@pytest.mark.parametrize("name,label,call", CASES, ids=[c[1] for c in CASES])
+def test_fast_equals_general(monkeypatch, name, label, call):
+    seen = _spy(monkeypatch)
+    fast = call()
+    assert seen == [(name, True)], f"{label}: the fast path was not taken ({seen})"
+    monkeypatch.undo()
+    _general_only(monkeypatch)
+    _same(fast, call())
+
+
+@pytest.mark.parametrize("label,call", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_same_error(monkeypatch, label, call):
+    with pytest.raises(Exception) as fast:
+        call()
+    _general_only(monkeypatch)
+    with pytest.raises(Exception) as general:
+        call()
+    assert type(fast.value) is type(general.value)
+    assert str(fast.value) == str(general.value)
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+def _declined_inputs():
+    x = np.random.default_rng(0).standard_normal((6, 8)).astype(np.float32)
+    swapped = x.astype(x.dtype.newbyteorder())
+    return [
+        ("strided", x[:, ::2]),
+        ("F order", np.asfortranarray(x)),
+        ("byte-swapped", swapped),
+        ("float16", x.astype(np.float16)),
+        ("subclass", x.view(_Sub)),
+        ("list", x.tolist()),
+        ("large", np.ones(40000, np.float32)),
+        ("empty", np.ones((0, 8), np.float32)),
+    ]
+
+
+@pytest.mark.parametrize("label,x", _declined_inputs(), ids=[d[0] for d in _declined_inputs()])
+def test_declined_inputs_take_the_general_path(monkeypatch, label, x):
+    seen = _spy(monkeypatch)
+    got = fastops.cummax(x, -1)
+    assert seen == [("fast_cumext", False)]
+    monkeypatch.undo()
+    ref = np.asarray(x)
+    vals = np.maximum.accumulate(ref.astype(np.float64), axis=-1).astype(ref.dtype)
+    assert np.array_equal(np.asarray(got.values), vals)
+    seen = _spy(monkeypatch)
+    fastops.topk(x, 1)
+    if label != "float16":      # (nonzero takes float16 as 2-byte words)
+        fastops.nonzero(x)
+    assert all(not took for _, took in seen), seen
+
+
+def test_uncovered_calls_decline(monkeypatch):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    h = x.astype(np.float16)
+    i = np.array([[0, 1, 2, 0]])
+    calls = [lambda: fastops.cummax(x, np.int64(1)),
+             lambda: fastops.topk(x, np.array([2])),
+             lambda: fastops.topk(x, 2, largest=1),
+             lambda: fastops.topk(x, 0),
+             lambda: fastops.gather_nd(x, np.array([[1]]), batch_dims=np.int32(0)),
+             lambda: fastops.gather_nd(x, np.array([[1], [0], [2]]), batch_dims=1),
+             lambda: fastops.nonzero(x.astype(np.complex64)),
+             lambda: fastops.nonzero(np.float32(1.0).reshape(())),
+             lambda: fastops.scatter_elements(h, i, h[:1], 0, "add"),
+             lambda: fastops.scatter_elements(x, i, x[:1].astype(np.float64), 0),
+             lambda: fastops.scatter_elements(x, i.astype(np.uint8), x[:1], 0),
+             lambda: fastops.gather_elements(x, i[:, :2], 0),        # offset tables
+             lambda: fastops.scatter_nd(x > 1, np.array([[1]]), x[:1] > 0, "add")]
+    seen = _spy(monkeypatch)
+    fast = [c() for c in calls]
+    assert [took for _, took in seen] == [False] * len(calls), seen
+    monkeypatch.undo()
+    _general_only(monkeypatch)
+    for a, c in zip(fast, calls):
+        _same(a, c())
+
+
+def test_inputs_unchanged_and_outputs_fresh():
+    rng = np.random.default_rng(3)
+    for name, label, call in CASES[::37]:
+        before = [c.cell_contents.copy() for c in (call.__closure__ or ())
+                  if isinstance(getattr(c, "cell_contents", None), np.ndarray)]
+        call()
+        after = [c.cell_contents for c in (call.__closure__ or ())
+                 if isinstance(getattr(c, "cell_contents", None), np.ndarray)]
+        for b, a in zip(before, after):
+            assert b.tobytes() == a.tobytes(), label
+    x = rng.standard_normal(10).astype(np.float32)
+    assert not np.shares_memory(fastops.cummax(x, 0).values, x)
+
+
+def test_every_fast_path_has_cases():
+    covered = {c[0] for c in CASES}
+    found = set()
+    for mod in pkgutil.iter_modules(fastops._cpu.__path__):
+        if mod.ispkg or mod.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"fastops._cpu.{mod.name}")
+        found |= {n for n in dir(module) if n.startswith("fast_")}
+    assert found, "no fast paths found"
+    assert found <= covered, f"fast paths without equivalence cases: {sorted(found - covered)}"
