@@ -50,6 +50,9 @@ def instance_norm(x: Array, scale: Array, bias: Array, epsilon: FloatScalar = 1e
                   never depends on the thread count
     ============  ============================================================
     """
+    done = _dispatch.fast_path("norm", "fast_instance_norm")(x, scale, bias, epsilon)
+    if done is not None:
+        return done
     op = "instance_norm"
     be, (x, scale, bias) = _dispatch.prepare(op, x=x, scale=scale, bias=bias)
     _validate.dtype_in(op, "x", x, _validate.FLOATS)

@@ -91,6 +91,31 @@ def _cases():
                                     f"scatter_nd {np.dtype(dt)} {shape} k={k} {red}",
                                     lambda d=data, i=tuples, u=nd_upd, r=red:
                                     fastops.scatter_nd(d, i, u, r)))
+    for dt in (np.float32, np.float64):
+        for shape in [(2, 3, 4, 5), (1, 4, 8), (1, 2, 3, 2, 2), (3, 1, 1)]:
+            x = _data(rng, shape, dt) * 3 + 1
+            x[np.isnan(x)] = 0.5
+            for pdt in (dt, np.float32, np.int32):
+                scale = rng.uniform(-2, 2, shape[1]).astype(pdt)
+                bias = rng.uniform(-2, 2, shape[1]).astype(pdt)
+                for eps in (1e-5, 0.0, 1.0):
+                    out.append(("fast_instance_norm", f"instance_norm {dt.__name__} {shape}",
+                                lambda x=x, s=scale, b=bias, e=eps:
+                                fastops.instance_norm(x, s, b, e)))
+        for xshape, gshape in [((2, 3, 5, 6), (2, 4, 7, 2)), ((1, 2, 1, 1), (1, 3, 3, 2)),
+                               ((1, 2, 3, 4, 5), (1, 2, 3, 4, 3))]:
+            x = _data(rng, xshape, dt)
+            grid = rng.uniform(-1.3, 1.3, gshape).astype(dt)
+            grid.flat[::17] = np.nan
+            grid.flat[1::19] = np.inf
+            modes = ["bilinear", "nearest", "linear"] + (["bicubic", "cubic"]
+                                                         if len(xshape) == 4 else [])
+            for mode in modes:
+                for pad in ("zeros", "border", "reflection"):
+                    for align in (False, True):
+                        out.append(("fast_grid_sample", f"grid_sample {dt.__name__} {xshape}",
+                                    lambda x=x, g=grid, m=mode, p=pad, a=align:
+                                    fastops.grid_sample(x, g, m, p, a)))
     return out
 
 
@@ -112,6 +137,15 @@ BAD = [
      lambda: fastops.scatter_nd(np.ones((4, 4)), np.array([[9]]), np.ones((1, 4)))),
     ("scatter_nd bad reduction",
      lambda: fastops.scatter_nd(np.ones((4, 4)), np.array([[1]]), np.ones((1, 4)), "sum")),
+    ("instance_norm epsilon", lambda: fastops.instance_norm(
+        np.ones((1, 2, 3)), np.ones(2), np.ones(2), -1.0)),
+    ("instance_norm scale shape", lambda: fastops.instance_norm(
+        np.ones((1, 2, 3)), np.ones(3), np.ones(2))),
+    ("grid_sample bicubic 5-D", lambda: fastops.grid_sample(
+        np.ones((1, 1, 2, 2, 2), np.float32), np.zeros((1, 1, 1, 1, 3), np.float32),
+        "bicubic")),
+    ("grid_sample mode", lambda: fastops.grid_sample(
+        np.ones((1, 1, 2, 2), np.float32), np.zeros((1, 1, 1, 2), np.float32), "area")),
     ("scatter_elements updates dtype",
      lambda: fastops.scatter_elements(np.ones((4, 4)), np.zeros((2, 4), np.int64),
                                       np.ones((2, 4), np.complex64))),
@@ -222,7 +256,17 @@ def test_uncovered_calls_decline(monkeypatch):
              lambda: fastops.scatter_elements(x, i, x[:1].astype(np.float64), 0),
              lambda: fastops.scatter_elements(x, i.astype(np.uint8), x[:1], 0),
              lambda: fastops.gather_elements(x, i[:, :2], 0),        # offset tables
-             lambda: fastops.scatter_nd(x > 1, np.array([[1]]), x[:1] > 0, "add")]
+             lambda: fastops.scatter_nd(x > 1, np.array([[1]]), x[:1] > 0, "add"),
+             lambda: fastops.gather_nd(np.ones((2, 200)), np.zeros((200, 1), np.int64)),
+             lambda: fastops.instance_norm(h[None], h[:, 0], h[:, 0]),
+             lambda: fastops.instance_norm(x[None], x[:, 0], x[:, 0], 1),
+             lambda: fastops.grid_sample(x[None, None], np.zeros((1, 2, 2, 2))),
+             lambda: fastops.grid_sample(x[None, None], np.zeros((1, 2, 2, 2), np.float32),
+                                         "Bilinear"),
+             lambda: fastops.grid_sample(x[None, None], np.zeros((1, 2, 2, 2), np.float32),
+                                         1),
+             lambda: fastops.grid_sample(x[None, None], np.zeros((1, 200, 200, 2),
+                                                                 np.float32))]
     seen = _spy(monkeypatch)
     fast = [c() for c in calls]
     assert [took for _, took in seen] == [False] * len(calls), seen

@@ -15,6 +15,7 @@ from libc.stdint cimport int64_t
 
 cdef extern from "npy_types.hpp" namespace "fastops" nogil:
     bint is_real_type(int typenum)
+    bint copy_as_double(int typenum, const void* src, int64_t n, double* dst)
 
 cdef extern from "common.hpp" namespace "fastops" nogil:
     const int64_t kParallelGrain
@@ -28,6 +29,12 @@ cdef inline bint plain(object x):
     cdef cnp.npy_intp size = cnp.PyArray_SIZE(a)
     return (cnp.PyArray_ISCARRAY_RO(a) and cnp.PyArray_ISNOTSWAPPED(a)
             and 0 < size <= kParallelGrain)
+
+
+cdef inline bint small_output(int64_t size):
+    """An output the fast path may fill on one thread (inputs are bounded by plain(),
+    but a gather or a sampling grid can make an output much larger than its inputs)."""
+    return size <= kParallelGrain
 
 
 cdef inline int plain_axis(object axis, int ndim):

@@ -8,7 +8,12 @@ from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, 
                           uint64_t)
 from libcpp cimport bool as cbool
 
+cimport numpy as cnp
+
+from fastops._cpu._fast cimport plain, prod, small_output
 from fastops._cpu._types cimport real
+
+cnp.import_array()
 
 cdef extern from "grid_sample.hpp" namespace "fastops" nogil:
     cdef cppclass GsShape "fastops::gs::Shape":
@@ -72,3 +77,40 @@ def grid_sample_3d(const real[:, :, :, :, :] x, const floating[:, :, :, :, :] gr
                           align_corners, &out[0, 0, 0, 0, 0], nthreads)
     else:
         raise TypeError("grid_sample_3d: grid is not in the compute type of x")
+
+
+def fast_grid_sample(x, grid, mode, padding_mode, align_corners, dict modes, dict paddings):
+    """grid_sample of a plain 4-D/5-D x and grid (fastops/_cpu/_fast.pxd), both float32 or
+    both float64, with mode and padding_mode keys of ``modes`` / ``paddings`` (exact
+    spelling) and a bool align_corners; else None."""
+    if not (plain(x) and plain(grid)) or type(align_corners) is not bool \
+            or type(mode) is not str or type(padding_mode) is not str:
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>x, g = <cnp.ndarray>grid
+    cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a), r = nd - 2
+    cdef int mode_code = modes.get(mode, -1), pad_code = paddings.get(padding_mode, -1)
+    if ((nd != 4 and nd != 5) or cnp.PyArray_NDIM(g) != nd or cnp.PyArray_TYPE(g) != typenum
+            or not (typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE)
+            or cnp.PyArray_DIMS(g)[nd - 1] != r or cnp.PyArray_DIMS(g)[0] != cnp.PyArray_DIMS(a)[0]
+            or mode_code < 0 or pad_code < 0 or (mode_code == 2 and r == 3)):
+        return None
+    cdef cnp.npy_intp out_dims[5]
+    out_dims[0] = cnp.PyArray_DIMS(a)[0]
+    out_dims[1] = cnp.PyArray_DIMS(a)[1]
+    for d in range(r):
+        out_dims[2 + d] = cnp.PyArray_DIMS(g)[1 + d]
+    if not small_output(prod(out_dims, 0, nd)):
+        return None
+    cdef GsShape s = _shape(r, <Py_ssize_t*>cnp.PyArray_DIMS(a),
+                            <Py_ssize_t*>cnp.PyArray_STRIDES(a), cnp.PyArray_ITEMSIZE(a),
+                            <Py_ssize_t*>cnp.PyArray_DIMS(g),
+                            <Py_ssize_t*>cnp.PyArray_STRIDES(g), cnp.PyArray_ITEMSIZE(g))
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(nd, out_dims, typenum, 0)
+    if typenum == cnp.NPY_FLOAT:
+        c_grid_sample(<const float*>cnp.PyArray_DATA(a), <const float*>cnp.PyArray_DATA(g), s,
+                      r, mode_code, pad_code, align_corners, <float*>cnp.PyArray_DATA(out), 1)
+    else:
+        c_grid_sample(<const double*>cnp.PyArray_DATA(a), <const double*>cnp.PyArray_DATA(g),
+                      s, r, mode_code, pad_code, align_corners,
+                      <double*>cnp.PyArray_DATA(out), 1)
+    return out

@@ -1,7 +1,15 @@
 # Thin typed entry point for the InstanceNormalization kernel in include/norm.hpp.
 # Inputs are validated and shaped by fastops.norm; this only releases the GIL.
 from cython cimport floating
+from libc.math cimport isfinite
 from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
+
+cimport numpy as cnp
+
+from fastops._cpu._fast cimport copy_as_double, plain, prod
+
+cnp.import_array()
 
 # `except +`: std::bad_alloc (per-thread scratch) becomes MemoryError
 cdef extern from "norm.hpp" namespace "fastops" nogil:
@@ -20,3 +28,38 @@ def instance_norm(const floating[:, :, :] x, const double[::1] scale,
         c_instance_norm(&x[0, 0, 0], x.shape[0], x.shape[1], x.shape[2], x.strides[0] // isz,
                         x.strides[1] // isz, &scale[0], &bias[0], epsilon, &y[0, 0, 0],
                         nthreads)
+
+
+def fast_instance_norm(x, scale, bias, epsilon):
+    """instance_norm of a plain float32/float64 x (fastops/_cpu/_fast.pxd) with plain real
+    scale and bias of shape (C,) and a Python float epsilon >= 0; else None."""
+    if not (plain(x) and plain(scale) and plain(bias)) or type(epsilon) is not float:
+        return None
+    cdef double eps = epsilon
+    cdef cnp.ndarray a = <cnp.ndarray>x, sc = <cnp.ndarray>scale, bi = <cnp.ndarray>bias
+    cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a)
+    if (nd < 3 or not (typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE)
+            or not isfinite(eps) or eps < 0 or cnp.PyArray_NDIM(sc) != 1
+            or cnp.PyArray_NDIM(bi) != 1):
+        return None
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(a)
+    cdef int64_t N = dims[0], C = dims[1], L = prod(dims, 2, nd)
+    if cnp.PyArray_DIMS(sc)[0] != C or cnp.PyArray_DIMS(bi)[0] != C:
+        return None
+    cdef double* params = <double*>malloc(2 * C * sizeof(double))
+    if params == NULL:
+        return None
+    try:
+        if not (copy_as_double(cnp.PyArray_TYPE(sc), cnp.PyArray_DATA(sc), C, params) and
+                copy_as_double(cnp.PyArray_TYPE(bi), cnp.PyArray_DATA(bi), C, params + C)):
+            return None
+        y = cnp.PyArray_EMPTY(nd, dims, typenum, 0)
+        if typenum == cnp.NPY_FLOAT:
+            c_instance_norm(<const float*>cnp.PyArray_DATA(a), N, C, L, C * L, L, params,
+                            params + C, eps, <float*>cnp.PyArray_DATA(y), 1)
+        else:
+            c_instance_norm(<const double*>cnp.PyArray_DATA(a), N, C, L, C * L, L, params,
+                            params + C, eps, <double*>cnp.PyArray_DATA(y), 1)
+        return y
+    finally:
+        free(params)

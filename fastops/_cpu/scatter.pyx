@@ -7,7 +7,7 @@ from libc.stdint cimport int32_t, int64_t
 cimport numpy as cnp
 
 from fastops._cpu._fast cimport (index_type, moves_bits, plain, plain_axis, prod,
-                                 reduction_code, same_dims, shape_of)
+                                 reduction_code, same_dims, shape_of, small_output)
 from fastops._cpu._types cimport real
 
 cnp.import_array()
@@ -212,7 +212,8 @@ def fast_gather_nd(data, indices, batch_dims):
     if qd == 0 or not moves_bits(typenum, itemsize) or not index_type(i):
         return None
     cdef int k = <int>cnp.PyArray_DIMS(i)[qd - 1]     # >= 1: indices is not empty
-    if k > nd or qd - 1 + nd - k > 64:                 # (NPY_MAXDIMS)
+    if k > nd or qd - 1 + nd - k > 64 or not small_output(             # (NPY_MAXDIMS)
+            prod(cnp.PyArray_DIMS(i), 0, qd - 1) * prod(cnp.PyArray_DIMS(d), k, nd)):
         return None
     cdef cnp.npy_intp out_dims[64]
     cdef int r

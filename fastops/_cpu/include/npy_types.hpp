@@ -40,6 +40,15 @@ inline bool is_real_type(int typenum) {
   return visit_real(typenum, [](auto) {});
 }
 
+// dst[0:n] = src[0:n] converted to double (per-channel parameters); false for a dtype
+// visit_real leaves out.
+inline bool copy_as_double(int typenum, const void* src, int64_t n, double* dst) {
+  return visit_real(typenum, [&](auto t) {
+    using T = decltype(t);
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<double>(static_cast<const T*>(src)[i]);
+  });
+}
+
 // f(U{}) with U the unsigned word of `itemsize` bytes (kernels that move bits), false
 // for other sizes.
 template <typename F>
