@@ -116,6 +116,11 @@ def non_max_suppression(boxes: Array, scores: Array,
     IoU bitmask in parallel and unwraps it on the device, one block per (batch, class);
     its only host synchronization reads the output size (none with ``pad=True``).
     """
+    done = _dispatch.fast_path("nms", "fast_non_max_suppression")(
+        boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold,
+        center_point_box, offset, pad)
+    if done is not None:
+        return done
     op = "non_max_suppression"
     be, (boxes, scores) = _dispatch.prepare(op, boxes=boxes, scores=scores)
     ct, thr_dt = _nms_dtypes(op, boxes, scores)
@@ -191,6 +196,10 @@ def nms(boxes: Array, scores: Array, iou_threshold: FloatScalar,
     float16 is computed in float32 and thresholds are rounded to the scores' compute
     dtype.  Unlike MMCV's CPU kernel, float64 is computed in float64.
     """
+    done = _dispatch.fast_path("nms", "fast_nms")(boxes, scores, iou_threshold, score_threshold,
+                                                  max_num, offset)
+    if done is not None:
+        return done
     op = "nms"
     be, (boxes, scores) = _dispatch.prepare(op, boxes=boxes, scores=scores)
     ct, thr_dt = _nms_dtypes(op, boxes, scores)

@@ -116,6 +116,26 @@ def _cases():
                         out.append(("fast_grid_sample", f"grid_sample {dt.__name__} {xshape}",
                                     lambda x=x, g=grid, m=mode, p=pad, a=align:
                                     fastops.grid_sample(x, g, m, p, a)))
+    for dt in (np.float32, np.float64):
+        for B, C, N in [(1, 1, 1), (1, 1, 16), (2, 3, 40)]:
+            lo = rng.uniform(0, 50, (B, N, 2))
+            boxes = np.concatenate([lo, lo + rng.uniform(0, 30, (B, N, 2))], -1).astype(dt)
+            scores = rng.random((B, C, N)).round(1).astype(dt)      # ties
+            scores.flat[::9] = np.nan
+            for iou in (0.0, 0.5, 1.0):
+                for sthr in (None, 0.3):
+                    for max_out in (None, 3):
+                        for center in (0, 1):
+                            for off in (0, 1):
+                                out.append(("fast_non_max_suppression",
+                                            f"non_max_suppression {dt.__name__} {B}x{C}x{N}",
+                                            lambda b=boxes, s=scores, m=max_out, i=iou,
+                                            t=sthr, c=center, o=off:
+                                            fastops.non_max_suppression(b, s, m, i, t, c, o)))
+                    for max_num in (None, -1, 5):
+                        out.append(("fast_nms", f"nms {dt.__name__} {N}",
+                                    lambda b=boxes[0], s=scores[0, 0], i=iou, t=sthr, m=max_num:
+                                    fastops.nms(b, s, i, t, m)))
     return out
 
 
@@ -146,6 +166,13 @@ BAD = [
         "bicubic")),
     ("grid_sample mode", lambda: fastops.grid_sample(
         np.ones((1, 1, 2, 2), np.float32), np.zeros((1, 1, 1, 2), np.float32), "area")),
+    ("nms iou", lambda: fastops.nms(np.ones((2, 4), np.float32), np.ones(2, np.float32), 1.5)),
+    ("nms score threshold NaN", lambda: fastops.nms(
+        np.ones((2, 4), np.float32), np.ones(2, np.float32), 0.5, float("nan"))),
+    ("non_max_suppression shapes", lambda: fastops.non_max_suppression(
+        np.ones((1, 2, 4), np.float32), np.ones((1, 1, 3), np.float32), 1, 0.5)),
+    ("non_max_suppression center", lambda: fastops.non_max_suppression(
+        np.ones((1, 2, 4), np.float32), np.ones((1, 1, 2), np.float32), 1, 0.5, None, 2)),
     ("scatter_elements updates dtype",
      lambda: fastops.scatter_elements(np.ones((4, 4)), np.zeros((2, 4), np.int64),
                                       np.ones((2, 4), np.complex64))),
@@ -265,6 +292,13 @@ def test_uncovered_calls_decline(monkeypatch):
                                          "Bilinear"),
              lambda: fastops.grid_sample(x[None, None], np.zeros((1, 2, 2, 2), np.float32),
                                          1),
+             lambda: fastops.nms(x[:, :4].copy(), x[:, 0].copy(), 0.5, max_num=0),
+             lambda: fastops.nms(x[:, :4].copy(), x[:, 0].astype(np.float64), 0.5),
+             lambda: fastops.nms(x[:, :4].copy(), x[:, 0].copy(), 1),
+             lambda: fastops.non_max_suppression(x[None, :, :4].copy(), x[None, None, :, 0].copy(),
+                                                 2, 0.5, pad=True),
+             lambda: fastops.non_max_suppression(x[None, :, :4].copy(), x[None, None, :, 0].copy(),
+                                                 0, 0.5),
              lambda: fastops.grid_sample(x[None, None], np.zeros((1, 200, 200, 2),
                                                                  np.float32))]
     seen = _spy(monkeypatch)

@@ -7,6 +7,12 @@ from libcpp cimport bool as cbool
 
 import numpy as np
 
+cimport numpy as cnp
+
+from fastops._cpu._fast cimport plain
+
+cnp.import_array()
+
 # every kernel is `except +`: std::bad_alloc (scratch) becomes MemoryError
 cdef extern from "nms.hpp" namespace "fastops" nogil:
     void c_nms_onnx "fastops::nms_onnx"[T](
@@ -19,16 +25,12 @@ cdef extern from "nms.hpp" namespace "fastops" nogil:
         const int64_t* cls, int64_t sc, T iou_thr, T* buf, int64_t* keep, int nthreads) except +
 
 
-def nms_select(const floating[:, :, :] boxes, const floating[:, :, :] scores, int center,
-               int offset, int64_t cap, double iou_thr, bint has_sthr, double sthr,
-               pad_out, int nthreads):
-    """ONNX NonMaxSuppression rows (K, 3) [batch, class, box] for non-empty boxes (B, N, 4)
-    and scores (B, C, N); at most ``cap`` (0 <= cap <= N) boxes per (batch, class).
-    ``pad_out``: None, or the preallocated (rows, 3) int64 output of ``pad=True``
-    (rows >= B*C*cap, sized by the caller with exact integers): the selected rows go
-    first, the rest is -1."""
-    cdef int64_t B = boxes.shape[0], N = boxes.shape[1], C = scores.shape[1]
-    cdef int64_t isz = sizeof(floating)
+cdef object _select(const floating* boxes, int64_t B, int64_t N, int64_t sb0, int64_t sb1,
+                    int64_t sb2, const floating* scores, int64_t C, int64_t ss0, int64_t ss1,
+                    int64_t ss2, int center, int offset, int64_t cap, double iou_thr,
+                    bint has_sthr, double sthr, pad_out, bint index_only, int nthreads):
+    """nms_select on element pointers and strides; index_only: the (K,) box indices of a
+    single (batch, class) instead of the (K, 3) rows (fastops.nms)."""
     cdef int64_t P = B * C
     cdef int64_t[::1] counts = np.zeros(P, dtype=np.int64)
     sel_arr = np.empty((P, max(cap, 1)), dtype=np.int64)
@@ -37,15 +39,14 @@ def nms_select(const floating[:, :, :] boxes, const floating[:, :, :] scores, in
     cdef floating[::1] buf = buf_arr
     if cap > 0:
         with nogil:
-            c_nms_onnx(&boxes[0, 0, 0], B, N, boxes.strides[0] // isz,
-                       boxes.strides[1] // isz, boxes.strides[2] // isz, &scores[0, 0, 0], C,
-                       scores.strides[0] // isz, scores.strides[1] // isz,
-                       scores.strides[2] // isz, center, <floating>offset, cap,
-                       <floating>iou_thr, has_sthr, <floating>sthr, &buf[0], cap, &sel[0, 0],
-                       &counts[0], nthreads)
+            c_nms_onnx(boxes, B, N, sb0, sb1, sb2, scores, C, ss0, ss1, ss2, center,
+                       <floating>offset, cap, <floating>iou_thr, has_sthr, <floating>sthr,
+                       &buf[0], cap, &sel[0, 0], &counts[0], nthreads)
     cdef int64_t total = 0, p, i, r = 0
     for p in range(P):
         total += counts[p]
+    if index_only:
+        return sel_arr[0, :total].copy()
     out_arr = np.empty((total, 3), dtype=np.int64) if pad_out is None else pad_out
     cdef int64_t[:, ::1] out = out_arr
     cdef int64_t rows = out.shape[0]
@@ -61,6 +62,22 @@ def nms_select(const floating[:, :, :] boxes, const floating[:, :, :] scores, in
             out[i, 1] = -1
             out[i, 2] = -1
     return out_arr
+
+
+def nms_select(const floating[:, :, :] boxes, const floating[:, :, :] scores, int center,
+               int offset, int64_t cap, double iou_thr, bint has_sthr, double sthr,
+               pad_out, int nthreads):
+    """ONNX NonMaxSuppression rows (K, 3) [batch, class, box] for non-empty boxes (B, N, 4)
+    and scores (B, C, N); at most ``cap`` (0 <= cap <= N) boxes per (batch, class).
+    ``pad_out``: None, or the preallocated (rows, 3) int64 output of ``pad=True``
+    (rows >= B*C*cap, sized by the caller with exact integers): the selected rows go
+    first, the rest is -1."""
+    cdef int64_t isz = sizeof(floating)
+    return _select(&boxes[0, 0, 0], boxes.shape[0], boxes.shape[1], boxes.strides[0] // isz,
+                   boxes.strides[1] // isz, boxes.strides[2] // isz, &scores[0, 0, 0],
+                   scores.shape[1], scores.strides[0] // isz, scores.strides[1] // isz,
+                   scores.strides[2] // isz, center, offset, cap, iou_thr, has_sthr, sthr,
+                   pad_out, False, nthreads)
 
 
 def nms_batched(const floating[:, :] boxes, const floating[:] scores, const int64_t[:] idxs,
@@ -79,3 +96,76 @@ def nms_batched(const floating[:, :] boxes, const floating[:] scores, const int6
                           idxs.strides[0] // sizeof(int64_t), <floating>iou_thr, &buf[0],
                           &keep[0], nthreads)
     return keep_arr[:n].copy()
+
+
+# ------------------------------------------------ compiled fast paths (_fast.pxd)
+cdef inline bint _unit_interval(object v):
+    return type(v) is float and 0.0 <= <double>v <= 1.0
+
+
+cdef inline bint _zero_or_one(object v):
+    return type(v) is int and (v == 0 or v == 1)
+
+
+cdef object _fast(cnp.ndarray b, cnp.ndarray sc, int64_t B, int64_t N, int64_t C,
+                  int center, int offset, int64_t cap, double iou, score_threshold,
+                  bint index_only):
+    """Plain float32/float64 boxes and scores of one dtype (B, N, 4) / (B, C, N), a Python
+    float score threshold (not NaN) or None; else None."""
+    cdef int typenum = cnp.PyArray_TYPE(b)
+    cdef bint has_sthr = score_threshold is not None
+    cdef double sthr = 0.0
+    if has_sthr:
+        if type(score_threshold) is not float or score_threshold != score_threshold:
+            return None
+        sthr = score_threshold
+    if cnp.PyArray_TYPE(sc) != typenum or cap < 1:
+        return None
+    if typenum == cnp.NPY_FLOAT:
+        return _select(<const float*>cnp.PyArray_DATA(b), B, N, 4 * N, 4, 1,
+                       <const float*>cnp.PyArray_DATA(sc), C, C * N, N, 1, center, offset,
+                       cap, iou, has_sthr, sthr, None, index_only, 1)
+    if typenum == cnp.NPY_DOUBLE:
+        return _select(<const double*>cnp.PyArray_DATA(b), B, N, 4 * N, 4, 1,
+                       <const double*>cnp.PyArray_DATA(sc), C, C * N, N, 1, center, offset,
+                       cap, iou, has_sthr, sthr, None, index_only, 1)
+    return None
+
+
+def fast_non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold,
+                             score_threshold, center_point_box, offset, pad):
+    if not (plain(boxes) and plain(scores)) or not _unit_interval(iou_threshold) \
+            or not _zero_or_one(center_point_box) or not _zero_or_one(offset) \
+            or pad is not False:
+        return None
+    cdef cnp.ndarray b = <cnp.ndarray>boxes, sc = <cnp.ndarray>scores
+    if cnp.PyArray_NDIM(b) != 3 or cnp.PyArray_NDIM(sc) != 3:
+        return None
+    cdef cnp.npy_intp* bd = cnp.PyArray_DIMS(b)
+    cdef cnp.npy_intp* sd = cnp.PyArray_DIMS(sc)
+    if bd[2] != 4 or sd[0] != bd[0] or sd[2] != bd[1]:
+        return None
+    cdef int64_t cap = bd[1]
+    if max_output_boxes_per_class is not None:
+        if type(max_output_boxes_per_class) is not int or max_output_boxes_per_class < 0:
+            return None
+        cap = min(<object>cap, max_output_boxes_per_class)
+    return _fast(b, sc, bd[0], bd[1], sd[1], center_point_box, offset, cap, iou_threshold,
+                 score_threshold, False)
+
+
+def fast_nms(boxes, scores, iou_threshold, score_threshold, max_num, offset):
+    if not (plain(boxes) and plain(scores)) or not _unit_interval(iou_threshold) \
+            or not _zero_or_one(offset):
+        return None
+    cdef cnp.ndarray b = <cnp.ndarray>boxes, sc = <cnp.ndarray>scores
+    if cnp.PyArray_NDIM(b) != 2 or cnp.PyArray_NDIM(sc) != 1 \
+            or cnp.PyArray_DIMS(b)[1] != 4 or cnp.PyArray_DIMS(sc)[0] != cnp.PyArray_DIMS(b)[0]:
+        return None
+    cdef int64_t N = cnp.PyArray_DIMS(b)[0], cap = N
+    if max_num is not None:
+        if type(max_num) is not int:
+            return None
+        if max_num >= 0:
+            cap = min(<object>N, max_num)
+    return _fast(b, sc, 1, N, 1, 0, offset, cap, iou_threshold, score_threshold, True)
