@@ -460,6 +460,11 @@ def roi_align(x: Array, rois: Array, output_size: Union[int, Tuple[int, int]],
     are bit-identical; the call synchronizes once to check the batch indices and RoI
     coordinates.
     """
+    done = _dispatch.fast_path("roi_align", "fast_roi_align")(
+        x, rois, output_size, spatial_scale, sampling_ratio, mode, aligned, batch_indices,
+        _ROI_MODES)
+    if done is not None:
+        return done
     op = "roi_align"
     be, (x, rois, batch_indices) = _dispatch.prepare(op, x=x, rois=rois,
                                                      batch_indices=batch_indices)

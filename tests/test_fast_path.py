@@ -136,6 +136,27 @@ def _cases():
                         out.append(("fast_nms", f"nms {dt.__name__} {N}",
                                     lambda b=boxes[0], s=scores[0, 0], i=iou, t=sthr, m=max_num:
                                     fastops.nms(b, s, i, t, m)))
+    for dt in (np.float32, np.float64):
+        x = _data(rng, (2, 3, 9, 11), dt)
+        x[np.isnan(x)] = 1.5
+        K = 5
+        lo = rng.uniform(-2, 8, (K, 2))
+        boxes = np.concatenate([lo, lo + rng.uniform(-1, 6, (K, 2))], 1)
+        batch = rng.integers(0, 2, K)
+        mmcv = np.concatenate([batch[:, None], boxes], 1).astype(dt)
+        onnx_rois = boxes.astype(dt)
+        for size in (2, (3, 2)):
+            for scale in (1.0, 0.5, 1):
+                for ratio in (0, 2, -1):
+                    for mode in ("avg", "max", "onnx_max"):
+                        for aligned in (True, False):
+                            out.append(("fast_roi_align", f"roi_align {dt.__name__} mmcv",
+                                        lambda x=x, r=mmcv, z=size, c=scale, q=ratio, m=mode,
+                                        a=aligned: fastops.roi_align(x, r, z, c, q, m, a)))
+                            out.append(("fast_roi_align", f"roi_align {dt.__name__} onnx",
+                                        lambda x=x, r=onnx_rois, z=size, c=scale, q=ratio,
+                                        m=mode, a=aligned: fastops.roi_align(
+                                            x, r, z, c, q, m, a, batch_indices=batch)))
     return out
 
 
@@ -173,6 +194,20 @@ BAD = [
         np.ones((1, 2, 4), np.float32), np.ones((1, 1, 3), np.float32), 1, 0.5)),
     ("non_max_suppression center", lambda: fastops.non_max_suppression(
         np.ones((1, 2, 4), np.float32), np.ones((1, 1, 2), np.float32), 1, 0.5, None, 2)),
+    ("roi_align batch column", lambda: fastops.roi_align(
+        np.ones((1, 2, 4, 4), np.float32), np.array([[0.5, 0, 0, 2, 2]], np.float32), 2)),
+    ("roi_align batch range", lambda: fastops.roi_align(
+        np.ones((1, 2, 4, 4), np.float32), np.array([[1, 0, 0, 2, 2]], np.float32), 2)),
+    ("roi_align batch_indices range", lambda: fastops.roi_align(
+        np.ones((1, 2, 4, 4), np.float32), np.array([[0, 0, 2, 2]], np.float32), 2,
+        batch_indices=np.array([-1]))),
+    ("roi_align NaN box", lambda: fastops.roi_align(
+        np.ones((1, 2, 4, 4), np.float32), np.array([[0, 0, np.nan, 2, 2]], np.float32), 2)),
+    ("roi_align output size", lambda: fastops.roi_align(
+        np.ones((1, 2, 4, 4), np.float32), np.array([[0, 0, 0, 2, 2]], np.float32), 0)),
+    ("roi_align mode", lambda: fastops.roi_align(
+        np.ones((1, 2, 4, 4), np.float32), np.array([[0, 0, 0, 2, 2]], np.float32), 2,
+        mode="min")),
     ("scatter_elements updates dtype",
      lambda: fastops.scatter_elements(np.ones((4, 4)), np.zeros((2, 4), np.int64),
                                       np.ones((2, 4), np.complex64))),
@@ -299,6 +334,13 @@ def test_uncovered_calls_decline(monkeypatch):
                                                  2, 0.5, pad=True),
              lambda: fastops.non_max_suppression(x[None, :, :4].copy(), x[None, None, :, 0].copy(),
                                                  0, 0.5),
+             lambda: fastops.roi_align(x[None, None], np.array([[0, 0, 0, 2, 2]]), 2),
+             lambda: fastops.roi_align(x[None, None], np.array([[0, 0, 2, 2]], np.float32), 2,
+                                       batch_indices=np.array([0], np.int32)),
+             lambda: fastops.roi_align(x[None, None], np.array([[0, 0, 0, 2, 2]], np.float32),
+                                       2, np.float32(0.5)),
+             lambda: fastops.roi_align(x[None, None], np.array([[0, 0, 0, 2, 2]], np.float32),
+                                       [2, 2]),
              lambda: fastops.grid_sample(x[None, None], np.zeros((1, 200, 200, 2),
                                                                  np.float32))]
     seen = _spy(monkeypatch)
