@@ -160,15 +160,19 @@ _KERNEL_MODULES = {}        # (backend name, family) -> kernel module
 _KERNELS = {}               # (backend name, family, kernel name) -> kernel function
 
 
-def fast_path(family, name):
-    """The compiled fast path ``name`` of a CPU kernel family (fastops/_cpu/_fast.pxd): it
-    returns the op's result for the common small NumPy call and None for anything else,
-    after which the public function takes its general path."""
+def fast_path(family, name, *args):
+    """Run the compiled fast path ``name`` of a CPU kernel family (fastops/_cpu/_fast.pxd)
+    on ``args``: the op's result for the common small NumPy call, None for anything else,
+    after which the public function takes its general path.  A MemoryError also gives
+    None: the general path then fails again and raises it naming the op."""
     fn = _KERNELS.get(("fast", family, name))
     if fn is None:
         fn = _KERNELS["fast", family, name] = getattr(
             importlib.import_module(cpu_module(family)), name)
-    return fn
+    try:
+        return fn(*args)
+    except MemoryError:
+        return None
 
 
 _host_empty = None          # fastops._cpu._pool.empty, imported on the first CPU output

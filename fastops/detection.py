@@ -116,9 +116,9 @@ def non_max_suppression(boxes: Array, scores: Array,
     IoU bitmask in parallel and unwraps it on the device, one block per (batch, class);
     its only host synchronization reads the output size (none with ``pad=True``).
     """
-    done = _dispatch.fast_path("nms", "fast_non_max_suppression")(
-        boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold,
-        center_point_box, offset, pad)
+    done = _dispatch.fast_path("nms", "fast_non_max_suppression", boxes, scores,
+                               max_output_boxes_per_class, iou_threshold, score_threshold,
+                               center_point_box, offset, pad)
     if done is not None:
         return done
     op = "non_max_suppression"
@@ -196,8 +196,8 @@ def nms(boxes: Array, scores: Array, iou_threshold: FloatScalar,
     float16 is computed in float32 and thresholds are rounded to the scores' compute
     dtype.  Unlike MMCV's CPU kernel, float64 is computed in float64.
     """
-    done = _dispatch.fast_path("nms", "fast_nms")(boxes, scores, iou_threshold, score_threshold,
-                                                  max_num, offset)
+    done = _dispatch.fast_path("nms", "fast_nms", boxes, scores, iou_threshold,
+                               score_threshold, max_num, offset)
     if done is not None:
         return done
     op = "nms"
@@ -460,9 +460,9 @@ def roi_align(x: Array, rois: Array, output_size: Union[int, Tuple[int, int]],
     are bit-identical; the call synchronizes once to check the batch indices and RoI
     coordinates.
     """
-    done = _dispatch.fast_path("roi_align", "fast_roi_align")(
-        x, rois, output_size, spatial_scale, sampling_ratio, mode, aligned, batch_indices,
-        _ROI_MODES)
+    done = _dispatch.fast_path("roi_align", "fast_roi_align", x, rois, output_size,
+                               spatial_scale, sampling_ratio, mode, aligned, batch_indices,
+                               _ROI_MODES)
     if done is not None:
         return done
     op = "roi_align"

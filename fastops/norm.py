@@ -50,7 +50,7 @@ def instance_norm(x: Array, scale: Array, bias: Array, epsilon: FloatScalar = 1e
                   never depends on the thread count
     ============  ============================================================
     """
-    done = _dispatch.fast_path("norm", "fast_instance_norm")(x, scale, bias, epsilon)
+    done = _dispatch.fast_path("norm", "fast_instance_norm", x, scale, bias, epsilon)
     if done is not None:
         return done
     op = "instance_norm"

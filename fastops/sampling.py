@@ -147,8 +147,8 @@ thread count.  GPU: one thread per (output point, group
     contraction; compiled without flush-to-zero), so CPU and GPU agree bit for bit; no
     host synchronization.
     """
-    done = _dispatch.fast_path("grid_sample", "fast_grid_sample")(
-        x, grid, mode, padding_mode, align_corners, _MODES, _PADDINGS)
+    done = _dispatch.fast_path("grid_sample", "fast_grid_sample", x, grid, mode,
+                               padding_mode, align_corners, _MODES, _PADDINGS)
     if done is not None:
         return done
     op = "grid_sample"

@@ -150,8 +150,8 @@ def _new_copy(xp, data):
 
 # -------------------------------------------------------------- ScatterElements
 def _scatter_elements(op, data, indices, updates, axis, reduction):
-    done = _dispatch.fast_path("scatter", "fast_scatter_elements")(data, indices, updates, axis,
-                                                                   reduction, _REDUCTIONS)
+    done = _dispatch.fast_path("scatter", "fast_scatter_elements", data, indices, updates,
+                               axis, reduction, _REDUCTIONS)
     if done is not None:
         return done
     be, (data, indices, updates) = _dispatch.prepare(op, data=data, indices=indices,
@@ -321,8 +321,8 @@ def scatter_nd(data: Array, indices: Array, updates: Array,
     of a tuple, which selects whole rows when ``k > 1`` (a reference bug); fastops
     follows the spec there.
     """
-    done = _dispatch.fast_path("scatter", "fast_scatter_nd")(data, indices, updates, reduction,
-                                                             _REDUCTIONS)
+    done = _dispatch.fast_path("scatter", "fast_scatter_nd", data, indices, updates,
+                               reduction, _REDUCTIONS)
     if done is not None:
         return done
     op = "scatter_nd"
@@ -404,7 +404,7 @@ def gather_elements(data: Array, indices: Array, axis: int = 0) -> Array:
     requires the non-axis dimensions of ``indices`` to equal ``data``'s; smaller ones
     are allowed here, as in ONNX Runtime and ``torch.gather``.
     """
-    done = _dispatch.fast_path("scatter", "fast_gather_elements")(data, indices, axis)
+    done = _dispatch.fast_path("scatter", "fast_gather_elements", data, indices, axis)
     if done is not None:
         return done
     op = "gather_elements"
@@ -470,7 +470,7 @@ def gather_nd(data: Array, indices: Array, batch_dims: int = 0) -> Array:
     position in ``indices``; nothing is read out of bounds.  Same results as
     ``onnx.reference`` and NumPy fancy indexing ``data[tuple(indices.T)]`` (b = 0).
     """
-    done = _dispatch.fast_path("scatter", "fast_gather_nd")(data, indices, batch_dims)
+    done = _dispatch.fast_path("scatter", "fast_gather_nd", data, indices, batch_dims)
     if done is not None:
         return done
     op = "gather_nd"

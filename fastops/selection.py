@@ -65,8 +65,8 @@ def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
     and a sort of the k winners; rows run in parallel, and a single long row is split
     across threads.
     """
-    done = _dispatch.fast_path("selection", "fast_topk")(x, k, axis, largest, sorted,
-                                                        ValuesIndices)
+    done = _dispatch.fast_path("selection", "fast_topk", x, k, axis, largest, sorted,
+                               ValuesIndices)
     if done is not None:
         return done
     op = "topk"
@@ -101,7 +101,7 @@ def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
 
 
 def _cumulative(op, x, axis, is_max):
-    done = _dispatch.fast_path("selection", "fast_cumext")(x, axis, is_max, ValuesIndices)
+    done = _dispatch.fast_path("selection", "fast_cumext", x, axis, is_max, ValuesIndices)
     if done is not None:
         return done
     be, (x,) = _dispatch.prepare(op, x=x)
@@ -167,7 +167,7 @@ def nonzero(x: Array) -> Array:
     dtype: bool, integers, floats of any width (-0.0 is zero, NaN is nonzero), complex,
     in either byte order.  Other dtypes (strings, objects, datetimes) raise TypeError.
     """
-    done = _dispatch.fast_path("selection", "fast_nonzero")(x)
+    done = _dispatch.fast_path("selection", "fast_nonzero", x)
     if done is not None:
         return done
     op = "nonzero"

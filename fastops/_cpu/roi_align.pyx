@@ -8,7 +8,7 @@ from libcpp cimport bool as cbool
 
 cimport numpy as cnp
 
-from fastops._cpu._fast cimport plain, small_output
+from fastops._cpu._fast cimport kParallelGrain, plain, small_output
 
 cnp.import_array()
 
@@ -77,8 +77,10 @@ cdef object _fast_run(const floating* xp, cnp.ndarray x, const floating* rp, int
         free(boxes)
 
 
-cdef inline int64_t _positive_int(object v):
-    return v if type(v) is int and 0 < v <= 1 << 31 else -1
+cdef inline int64_t _output_extent(object v):
+    """v when it is a Python int in [1, kParallelGrain] (so K * C * oh * ow cannot
+    overflow: K and C are extents of plain arrays), else -1."""
+    return v if type(v) is int and 0 < v <= kParallelGrain else -1
 
 
 def fast_roi_align(x, rois, output_size, spatial_scale, sampling_ratio, mode, aligned,
@@ -110,14 +112,14 @@ def fast_roi_align(x, rois, output_size, spatial_scale, sampling_ratio, mode, al
     if bp and cnp.PyArray_DIMS(bi)[0] != K:
         return None
     if type(output_size) is tuple and len(output_size) == 2:
-        oh, ow = _positive_int(output_size[0]), _positive_int(output_size[1])
+        oh, ow = _output_extent(output_size[0]), _output_extent(output_size[1])
     else:
-        oh = ow = _positive_int(output_size)
+        oh = ow = _output_extent(output_size)
     cdef double scale = spatial_scale
     if oh < 0 or ow < 0 or not isfinite(scale) or sampling_ratio > (1 << 31) - 1 \
             or not small_output(K * cnp.PyArray_DIMS(a)[1] * oh * ow):
         return None
-    cdef int64_t ratio = max(0, sampling_ratio)
+    cdef int64_t ratio = 0 if sampling_ratio <= 0 else sampling_ratio   # (<= 2**31 - 1)
     if typenum == cnp.NPY_FLOAT:
         return _fast_run[float](<const float*>cnp.PyArray_DATA(a), a,
                                 <const float*>cnp.PyArray_DATA(r), K, bp, oh, ow, scale,
