@@ -158,6 +158,7 @@ def cpu_module(family):
 
 _KERNEL_MODULES = {}        # (backend name, family) -> kernel module
 _KERNELS = {}               # (backend name, family, kernel name) -> kernel function
+_FAST = {}                  # fast path name (unique across families) -> its function
 
 
 def fast_path(family, name, *args):
@@ -165,10 +166,9 @@ def fast_path(family, name, *args):
     on ``args``: the op's result for the common small NumPy call, None for anything else,
     after which the public function takes its general path.  A MemoryError also gives
     None: the general path then fails again and raises it naming the op."""
-    fn = _KERNELS.get(("fast", family, name))
+    fn = _FAST.get(name)
     if fn is None:
-        fn = _KERNELS["fast", family, name] = getattr(
-            importlib.import_module(cpu_module(family)), name)
+        fn = _FAST[name] = getattr(importlib.import_module(cpu_module(family)), name)
     try:
         return fn(*args)
     except MemoryError:

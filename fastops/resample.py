@@ -293,27 +293,23 @@ def _build_table(be, r, mode, ctm, nearest_mode, cubic_a, antialias, exclude_out
 _prod = _validate.prod
 
 
-def _view5(x, a, b):
-    """x as (B, H, M, Wd, C) around axes a < b (a view when the strides allow it)."""
-    s = x.shape
-    return x.reshape(_prod(s[:a]), s[a], _prod(s[a + 1:b]), s[b], _prod(s[b + 1:]))
-
-
 # one-axis resize: rows of at least this many inner elements go through the vertical
 # step (contiguous rows), shorter ones through the horizontal step with C inner
 _VERTICAL_MIN_INNER = 16
 
 
-def _five(x, axes):
-    """(5-D view, which of its axes 1/3 carry axes[0]/axes[1] or None)."""
+def _five(shape, axes):
+    """(5-D shape (B, H, M, Wd, C) of ``shape`` around the one or two resized axes, which
+    of its axes 1/3 carry axes[0]/axes[1] or None)."""
+    s = shape
     if len(axes) == 2:
-        return _view5(x, axes[0], axes[1]), (1, 3)
+        a, b = axes
+        return (_prod(s[:a]), s[a], _prod(s[a + 1:b]), s[b], _prod(s[b + 1:])), (1, 3)
     (a,) = axes
-    s = x.shape
     inner = _prod(s[a + 1:])
     if inner >= _VERTICAL_MIN_INNER:
-        return x.reshape(_prod(s[:a]), s[a], 1, 1, inner), (1, None)
-    return x.reshape(_prod(s[:a]), 1, 1, s[a], inner), (None, 3)
+        return (_prod(s[:a]), s[a], 1, 1, inner), (1, None)
+    return (_prod(s[:a]), 1, 1, s[a], inner), (None, 3)
 
 
 _UNIT = {}
@@ -341,23 +337,44 @@ def _out_shape(x_shape, axes, tables):
     return shape
 
 
-def _step(be, x, axes, tables, nearest, wdtype, what):
-    """Resize one or two axes of x (same dtype out)."""
-    shape = _out_shape(x.shape, axes, tables)
-    out = _alloc(be, shape, x.dtype, what)
-    x5, (ia, ib) = _five(x, axes)
-    o5 = _five(out, axes)[0]
+@dataclasses.dataclass(frozen=True)
+class _StepPlan:
+    """One resize2d / nearest2d pass over one or two axes of an input shape."""
+    out_shape: list
+    in5: tuple              # the input and output as 5-D views (see _five)
+    out5: tuple
+    th: Table               # the tables of 5-D axes 1 and 3 (unit tables where unused)
+    tw: Table
+    v_first: bool
+
+
+def _step_plan(be, shape, axes, tables, wdtype):
+    out_shape = _out_shape(shape, axes, tables)
+    in5, (ia, ib) = _five(shape, axes)
     unit = None
     if ia is None or ib is None:
         unit = _unit_table(be, wdtype)
     th = tables[0] if ia is not None else unit
     tw = (tables[1] if len(tables) == 2 else tables[0]) if ib is not None else unit
+    return _StepPlan(out_shape, in5, _five(out_shape, axes)[0], th, tw,
+                     _vertical_first(in5, th, tw))
+
+
+def _run_step(be, x, sp, nearest, what):
+    """One planned pass over x (same dtype out)."""
+    out = _alloc(be, sp.out_shape, x.dtype, what)
+    x5, o5 = x.reshape(sp.in5), out.reshape(sp.out5)
     if nearest:
-        be.run("resample", "nearest2d", x5, th.first, tw.first, o5)
+        be.run("resample", "nearest2d", x5, sp.th.first, sp.tw.first, o5)
     else:
-        be.run("resample", "resize2d", x5, th.first, th.count, th.weights, tw.first,
-               tw.count, tw.weights, _vertical_first(x5.shape, th, tw), o5)
+        be.run("resample", "resize2d", x5, sp.th.first, sp.th.count, sp.th.weights,
+               sp.tw.first, sp.tw.count, sp.tw.weights, sp.v_first, o5)
     return out
+
+
+def _step(be, x, axes, tables, nearest, wdtype, what):
+    """Resize one or two axes of x (same dtype out)."""
+    return _run_step(be, x, _step_plan(be, x.shape, axes, tables, wdtype), nearest, what)
 
 
 # Cost of one tap of the horizontal step relative to the vertical one (a gather per
@@ -581,6 +598,90 @@ def resize(x: Array, scales: Optional[Array] = None, sizes: Optional[Array] = No
     do not depend on the thread count, the SIMD level or the device.
     """
     be, (x,) = _dispatch.prepare(OP, x=x)
+    args = (scales, sizes, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a,
+            exclude_outside, extrapolation_value, antialias, axes, keep_aspect_ratio_policy,
+            roi)
+    key = _plan_key(x, args) if be.name == "cpu" else None
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is None:
+        # a plan to be cached is made from the key's snapshot of the arguments: another
+        # thread rewriting scales meanwhile must not file a plan under the wrong key
+        plan = _plan(be, x, *(args if key is None else _args_of(key)))
+        if key is not None and plan.table_bytes <= _CACHE_BYTES:
+            with _CACHE_LOCK:
+                if len(_PLANS) >= _CACHE_ENTRIES:
+                    del _PLANS[next(iter(_PLANS))]      # the oldest entry
+                _PLANS[key] = plan
+    return be.wrap(_run_plan(be, be.element_view(x), plan))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """Everything a resize call computes from its arguments but not from x's values:
+    validated once, then reused for identical arguments (the host plan cache)."""
+    out_shape: list
+    axes_on: list           # resized axes, ascending (empty: an identity resize)
+    tables: list            # their tables (None when the output is empty)
+    nearest: bool
+    tf_crop: bool
+    extrap_value: float
+    exclude_outside: bool
+    what: str               # "scales" or "sizes": named in allocation errors
+    step: Optional[_StepPlan] = None    # the one pass of one or two resized axes
+
+    @property
+    def table_bytes(self):
+        return sum(t.weights.nbytes + 17 * t.n_out for t in self.tables or ())
+
+
+# Host plans by the call's arguments (fastops.resize on NumPy arrays): a preprocessing loop
+# resizes frames of one shape with one set of arguments, and for small images validating
+# them and deriving the geometry cost more than the resize (tiny resize 1x3x8x8 x2: ~60%
+# of a 42 us call).  At most _CACHE_ENTRIES plans of small tables are kept.
+_PLANS = {}
+
+
+def _plan_key(x, args):
+    """A hashable key of x's shape and dtype and every argument, with each value's type
+    (sizes=[2.0] must not hit the plan of sizes=[2]: validation refuses it), or None for
+    arguments that cannot be keyed cheaply."""
+    key = [x.shape, x.dtype]
+    for v in args:
+        t = type(v)
+        if t is np.ndarray:
+            if v.size > 64 or v.dtype.kind not in "biuf":    # (object arrays hold pointers)
+                return None
+            key.append((v.dtype.str, v.shape, v.tobytes()))
+        elif t is list or t is tuple:
+            key.append((t,) + tuple((type(e), e) for e in v))
+        else:
+            key.append((t, v))
+    key = tuple(key)
+    try:
+        hash(key)
+    except TypeError:           # unhashable elements (nested lists, arrays in a list)
+        return None
+    return key
+
+
+def _args_of(key):
+    """The arguments a plan key was made of (arrays rebuilt from its bytes, read-only;
+    lists and tuples as tuples, which every argument accepts alike)."""
+    args = []
+    for k in key[2:]:
+        if type(k[0]) is str:                   # (dtype.str, shape, bytes)
+            args.append(np.frombuffer(k[2], dtype=k[0]).reshape(k[1]))
+        elif k[0] is list or k[0] is tuple:
+            args.append(tuple(e for _, e in k[1:]))
+        else:
+            args.append(k[1])
+    return args
+
+
+def _plan(be, x, scales, sizes, mode, coordinate_transformation_mode, nearest_mode,
+          cubic_coeff_a, exclude_outside, extrapolation_value, antialias, axes,
+          keep_aspect_ratio_policy, roi):
+    """Validates the arguments and derives the geometry and the tables (see resize)."""
     if x.dtype.newbyteorder("=") not in _COMPUTE:   # (dtype.name is slow: checked once)
         _validate.dtype_in(OP, "x", x, DTYPES)
     _validate.min_ndim(OP, "x", x, 1)
@@ -602,34 +703,45 @@ def resize(x: Array, scales: Optional[Array] = None, sizes: Optional[Array] = No
     roi_v = _vector("roi", roi)
     what = "scales" if scales_v is not None else "sizes"
     recs, out_shape = _geometry(x.shape, ax, scales_v, sizes_v, policy, roi_v, ctm)
-
-    x = be.element_view(x)        # (native byte order and alignment: _dispatch.prepare)
+    nearest = mode == "nearest"
+    plan = dict(out_shape=out_shape, axes_on=[], tables=None, nearest=nearest,
+                tf_crop=ctm == "tf_crop_and_resize", extrap_value=extrap_value,
+                exclude_outside=exclude_outside, what=what)
     if _prod(out_shape) == 0:
-        return be.wrap(_alloc(be, out_shape, x.dtype, what))
+        return _Plan(**plan)
     if x.itemsize * _prod(out_shape) > _MAX_BYTES:
         raise MemoryError(f"{OP}: an output of shape {tuple(out_shape)} (set by {what}) "
                           f"cannot exist")
     active = sorted((r for r in recs if not r.identity(ctm)), key=lambda r: r.axis)
-    if not active:
-        return be.wrap(x.copy())
+    wdtype = np.float32 if nearest else _COMPUTE[x.dtype]
     axes_on = [r.axis for r in active]
-    nearest = mode == "nearest"
-    if nearest:
-        wdtype = np.float32
-        tables = axis_tables(be, active, mode, ctm, nearest_mode, cubic_a, antialias,
-                             exclude_outside, wdtype, what)
-        bits = _BITS[x.itemsize]
-        out = apply_tables(be, x.view(bits), axes_on, tables, True, what).view(x.dtype)
+    tables = axis_tables(be, active, mode, ctm, nearest_mode, cubic_a, antialias,
+                         exclude_outside, wdtype, what)
+    plan.update(axes_on=axes_on, tables=tables)
+    if 1 <= len(axes_on) <= 2:
+        plan["step"] = _step_plan(be, x.shape, axes_on, tables, wdtype)
+    return _Plan(**plan)
+
+
+def _run_plan(be, x, plan):
+    """The resize of x (native, element strides) by a plan of its shape and dtype."""
+    if plan.tables is None:
+        return _alloc(be, plan.out_shape, x.dtype, plan.what)
+    if not plan.axes_on:
+        return x.copy()
+    if plan.nearest:
+        bits = x.view(_BITS[x.itemsize])
+        out = (_run_step(be, bits, plan.step, True, plan.what) if plan.step else
+               apply_tables(be, bits, plan.axes_on, plan.tables, True, plan.what))
+        out = out.view(x.dtype)
     else:
-        wdtype = _COMPUTE[x.dtype]
-        tables = axis_tables(be, active, mode, ctm, nearest_mode, cubic_a, antialias,
-                             exclude_outside, wdtype, what)
         xin = x.astype(np.float32) if x.dtype == np.float16 else x
-        out = apply_tables(be, xin, axes_on, tables, False, what)
+        out = (_run_step(be, xin, plan.step, False, plan.what) if plan.step else
+               apply_tables(be, xin, plan.axes_on, plan.tables, False, plan.what))
         if x.dtype == np.float16:
             out = out.astype(np.float16)
-    if ctm == "tf_crop_and_resize":
-        fill_flagged(be, out, axes_on, tables, 1, extrap_value)
-    if nearest and exclude_outside:
-        fill_flagged(be, out, axes_on, tables, 2, 0.0)
-    return be.wrap(out)
+    if plan.tf_crop:
+        fill_flagged(be, out, plan.axes_on, plan.tables, 1, plan.extrap_value)
+    if plan.nearest and plan.exclude_outside:
+        fill_flagged(be, out, plan.axes_on, plan.tables, 2, 0.0)
+    return out

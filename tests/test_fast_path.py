@@ -369,6 +369,71 @@ def test_every_fast_path_has_cases():
         if mod.ispkg or mod.name.startswith("_"):
             continue
         module = importlib.import_module(f"fastops._cpu.{mod.name}")
-        found |= {n for n in dir(module) if n.startswith("fast_")}
+        names = {n for n in dir(module) if n.startswith("fast_")}
+        assert not names & found, f"fast path names must be unique ({_dispatch.fast_path})"
+        found |= names
     assert found, "no fast paths found"
     assert found <= covered, f"fast paths without equivalence cases: {sorted(found - covered)}"
+
+
+# ------------------------------------------------ resize's plan cache (host calls)
+def _resize_calls():
+    from fastops import resample as rs
+    rng = np.random.default_rng(11)
+    x8 = rng.integers(0, 255, (1, 3, 7, 9)).astype(np.uint8)
+    xf = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    xh = xf.astype(np.float16)
+    x3 = rng.standard_normal((4, 5, 6)).astype(np.float64)
+    calls = []
+    for x in (x8, xf, xh):
+        for mode in ("nearest", "linear", "cubic"):
+            calls += [lambda x=x, m=mode: fastops.resize(x, np.array([1, 1, 2, 1.5], np.float32),
+                                                         mode=m),
+                      lambda x=x, m=mode: fastops.resize(x, sizes=[1, 3, 4, 11], mode=m,
+                                                         antialias=True),
+                      lambda x=x, m=mode: fastops.resize(x, scales=(0.5, 0.7), axes=(2, 3),
+                                                         mode=m, exclude_outside=True)]
+    calls += [lambda: fastops.resize(x3, [2, 0.5, 1.5], mode="linear"),         # 3 axes
+              lambda: fastops.resize(x3, sizes=np.array([4, 7]), axes=[-1, 0]),
+              lambda: fastops.resize(xf, sizes=[3, 3], axes=[2, 3],
+                                     keep_aspect_ratio_policy="not_larger"),
+              lambda: fastops.resize(xf, [1, 1, 1.0, 1.0]),                     # identity
+              lambda: fastops.resize(xf, [1, 1, 0.1, 1.0]),                     # empty
+              lambda: fastops.resize(x8, [2, 2], mode="linear",
+                                     coordinate_transformation_mode="tf_crop_and_resize",
+                                     roi=[0.1, 0.2, 0.8, 0.9], axes=[2, 3],
+                                     extrapolation_value=7.0)]
+    return rs, calls
+
+
+def test_resize_plan_cache_hits_equal_uncached_calls(monkeypatch):
+    rs, calls = _resize_calls()
+    rs._PLANS.clear()
+    first = [c() for c in calls]                  # misses: plans made and filed
+    assert rs._PLANS, "no plan was cached"
+    hits = [c() for c in calls]
+    monkeypatch.setattr(rs, "_plan_key", lambda x, args: None)
+    uncached = [c() for c in calls]
+    for a, b, c in zip(first, hits, uncached):
+        _same(a, b)
+        _same(a, c)
+
+
+def test_resize_plan_keys_keep_types_and_values():
+    from fastops import resample as rs
+    x = np.ones((1, 1, 4, 4), np.float32)
+    assert fastops.resize(x, sizes=[1, 1, 2, 2]).shape == (1, 1, 2, 2)
+    with pytest.raises(TypeError):                # [2.0] == [2], but sizes must be integers
+        fastops.resize(x, sizes=[1.0, 1.0, 2.0, 2.0])
+    scales = np.array([1, 1, 2, 2], np.float32)
+    assert fastops.resize(x, scales).shape == (1, 1, 8, 8)
+    scales[2:] = 0.5                              # the same array, new values: a new plan
+    assert fastops.resize(x, scales).shape == (1, 1, 2, 2)
+    assert scales.tolist() == [1, 1, 0.5, 0.5]    # never modified
+    for i in range(100):
+        fastops.resize(x, sizes=[1, 1, 2, i + 1])
+    assert len(rs._PLANS) <= rs._CACHE_ENTRIES
+    # arguments the key cannot hold cheaply are planned every call, not cached
+    assert rs._plan_key(x, (np.zeros(100), None)) is None
+    assert rs._plan_key(x, (np.array([1, 2], object), None)) is None
+    assert rs._plan_key(x, ([[1, 2]], None)) is None

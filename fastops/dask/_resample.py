@@ -1,5 +1,6 @@
 """resize (ONNX Resize) on dask arrays, spatially chunked or not: every output chunk
 reads just the input slice its taps reach, with the tap tables of the whole array."""
+import dataclasses
 import itertools
 import math
 
@@ -29,22 +30,12 @@ def _pairs(n):
 def _step(be, x, axes, tables, nearest, wdtype, v_first, what):
     """resample._step with the order of the two steps fixed by the caller: the order of
     the whole array (resample._vertical_first of the global shape), which a chunk's own
-    shape could change, and with it the rounding."""
-    shape = rs._out_shape(x.shape, axes, tables)
-    out = rs._alloc(be, shape, x.dtype, what)
-    x5, (ia, ib) = rs._five(x, axes)
-    o5 = rs._five(out, axes)[0]
-    unit = rs._unit_table(be, wdtype) if ia is None or ib is None else None
-    th = tables[0] if ia is not None else unit
-    tw = (tables[1] if len(tables) == 2 else tables[0]) if ib is not None else unit
-    if nearest:
-        be.run("resample", "nearest2d", x5, th.first, tw.first, o5)
-    else:
-        if v_first is None:         # one resized axis: its partner is the identity
-            v_first = rs._vertical_first(x5.shape, th, tw)
-        be.run("resample", "resize2d", x5, th.first, th.count, th.weights, tw.first,
-               tw.count, tw.weights, v_first, o5)
-    return out
+    shape could change, and with it the rounding.  None (one resized axis: its partner
+    is the identity): the chunk's own order."""
+    sp = rs._step_plan(be, x.shape, axes, tables, wdtype)
+    if v_first is not None and not nearest:
+        sp = dataclasses.replace(sp, v_first=v_first)
+    return rs._run_step(be, x, sp, nearest, what)
 
 
 def _apply(be, x, axes, tables, nearest, vfirst, what):
