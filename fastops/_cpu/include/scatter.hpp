@@ -378,8 +378,11 @@ int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* 
   // Rows are gathered in blocks of kGatherBlock: first every row of the block is
   // resolved and its source prefetched, then copied, so that the block's random reads
   // are in flight together instead of one cache miss at a time (gather_nd 1Mx16 float32
-  // 200k rows, fastops/_bench/scatter.py).
-  constexpr int64_t kGatherBlock = 16;
+  // 200k rows, fastops/_bench/scatter.py).  Block sweep on the 2-core VM (C++ harness
+  // around this function, best of 21): 2 threads 4/8/16/32/64/128 rows -> 3.7/2.9/2.2/
+  // 1.8/2.3/2.8 ms, one thread 7.3/6.1/4.6/4.0/5.1/6.1 ms: 32 rows (2 KiB of float32
+  // sources) keeps the most misses in flight before the prefetches evict each other.
+  constexpr int64_t kGatherBlock = 32;
   parallel_for(N, grain, nt, [&](int64_t n0, int64_t n1, int) {
     int64_t src_row[kGatherBlock];
     for (int64_t b0 = n0; b0 < n1; b0 += kGatherBlock) {
