@@ -812,25 +812,6 @@ void cumext_last(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_
 // passes (another Python thread writes it while the GIL is released): the fill then
 // stops at its range's end, and a range left short is filled with zeros, so the output
 // is never overrun nor left uninitialized (the result of such a race is unspecified).
-template <typename U>
-int64_t nonzero_count(const U* x, int64_t size, U mask, int nchunks, int64_t* counts,
-                      int nthreads) {
-  const int64_t len = (size + nchunks - 1) / nchunks;
-  parallel_for(nchunks, 1, threads_for(size, nthreads), [&](int64_t c0, int64_t c1, int) {
-    for (int64_t c = c0; c < c1; ++c) {
-      int64_t b = c * len, e = std::min(size, b + len), cnt = 0;
-      for (int64_t i = b; i < e; ++i) cnt += (x[i] & mask) != 0;
-      counts[c] = cnt;
-    }
-  });
-  int64_t total = 0;
-  for (int c = 0; c < nchunks; ++c) {
-    int64_t t = counts[c];
-    counts[c] = total;  // becomes the chunk's first output position
-    total += t;
-  }
-  return total;
-}
 
 // Bit i set when word p[i] & mask is nonzero, for 64 consecutive words.  SSE2 (part of
 // every x86-64) for 1/2/4-byte words; a portable loop elsewhere.
@@ -863,6 +844,32 @@ inline uint64_t nonzero_bits64(const U* p, U mask) {
   uint64_t bits = 0;
   for (int i = 0; i < 64; ++i) bits |= uint64_t((p[i] & mask) != 0) << i;
   return bits;
+}
+
+template <typename U>
+int64_t nonzero_count(const U* x, int64_t size, U mask, int nchunks, int64_t* counts,
+                      int nthreads) {
+  const int64_t len = (size + nchunks - 1) / nchunks;
+  parallel_for(nchunks, 1, threads_for(size, nthreads), [&](int64_t c0, int64_t c1, int) {
+    for (int64_t c = c0; c < c1; ++c) {
+      int64_t b = c * len, e = std::min(size, b + len), cnt = 0, i = b;
+      // Words of up to 4 bytes: 64 at a time through the SSE2 bitmask (the count pass of
+      // 4096x4096 bool at 10%, 2 threads, C++ harness: 1.7 ms as a widening byte loop,
+      // 0.66 ms so).  8-byte words have no SSE2 bitmask; their plain loop vectorizes.
+      if constexpr (sizeof(U) <= 4)
+        for (; i + 64 <= e; i += 64)
+          cnt += __builtin_popcountll(nonzero_bits64(x + i, mask));
+      for (; i < e; ++i) cnt += (x[i] & mask) != 0;
+      counts[c] = cnt;
+    }
+  });
+  int64_t total = 0;
+  for (int c = 0; c < nchunks; ++c) {
+    int64_t t = counts[c];
+    counts[c] = total;  // becomes the chunk's first output position
+    total += t;
+  }
+  return total;
 }
 
 template <typename U>
