@@ -201,6 +201,25 @@ def test_nonzero_edges(cp):
     same(host(fastops.nonzero(cp.asarray(x))), fastops.nonzero(x))
 
 
+def test_nonzero_wide_loads_and_carried_coordinates(cp):
+    """1-byte words at every alignment (8-byte loads where a thread's run is whole and
+    aligned, single loads elsewhere) and shapes whose coordinates carry across several
+    axes within one thread's 16 words (last axes of 1 and 3)."""
+    rng = np.random.default_rng(21)
+    flat = rng.random(4096 + 37) < 0.35
+    g = cp.asarray(flat)
+    for off in range(9):                      # views starting at every byte offset
+        same(host(fastops.nonzero(g[off:])), fastops.nonzero(flat[off:]))
+        u8 = flat[off:].view(np.uint8) * np.uint8(3)
+        same(host(fastops.nonzero(cp.asarray(u8))), fastops.nonzero(u8))
+    for shape in [(7, 5, 3), (40, 1), (3, 2, 1, 3, 1), (1, 4099), (4099, 1)]:
+        x = rng.random(shape) < 0.5
+        same(host(fastops.nonzero(cp.asarray(x))), fastops.nonzero(x))
+        same(host(fastops.nonzero(cp.asarray(x.astype(np.float32)))), fastops.nonzero(x))
+    ones = np.ones((3, 5, 7, 11), bool)            # every word: each carry taken
+    same(host(fastops.nonzero(cp.asarray(ones))), fastops.nonzero(ones))
+
+
 # ------------------------------------------------------------------ NMS
 def _nms_inputs(seed, n, dtype=np.float32):
     rng = np.random.default_rng(seed)

@@ -278,15 +278,36 @@ extern "C" __global__ void cumext(const T* x, i64 outer, i64 n, i64 inner, i64 s
 
 #ifdef U
 #define NZ_ITEMS 16
-// Tiles of blockDim.x * NZ_ITEMS consecutive words, one block each.
+// Bit t set when word first + t (< size) is nonzero under mask, for the NZ_ITEMS words a
+// thread owns.  1-byte words come in two 8-byte loads when the run is whole and 8-byte
+// aligned (16 one-byte loads per thread otherwise; the issue's "wide loads").
+__device__ __forceinline__ unsigned nz_bits(const U* x, i64 size, U mask, i64 first) {
+  unsigned bits = 0;
+  if (sizeof(U) == 1 && first + NZ_ITEMS <= size &&
+      ((unsigned long long)(x + first) & 7ull) == 0) {
+    const unsigned long long* w = reinterpret_cast<const unsigned long long*>(x + first);
+    for (int q = 0; q < 2; ++q) {
+      const unsigned long long v = w[q];
+      for (int b = 0; b < 8; ++b)
+        bits |= (unsigned)((((v >> (8 * b)) & 0xffull) & (unsigned long long)mask) != 0)
+                << (8 * q + b);
+    }
+    return bits;
+  }
+  for (int t = 0; t < NZ_ITEMS; ++t) {
+    const i64 i = first + t;
+    if (i < size && (x[i] & mask) != 0) bits |= 1u << t;
+  }
+  return bits;
+}
+
+// Tiles of blockDim.x * NZ_ITEMS consecutive words, one block each; thread j of a tile
+// owns words [j * NZ_ITEMS, (j + 1) * NZ_ITEMS) of it (as nonzero_fill does).
 extern "C" __global__ void nonzero_count(const U* x, i64 size, U mask, i64* counts) {
   __shared__ i64 buf[1024];
-  const i64 tile = (i64)blockDim.x * NZ_ITEMS, base = (i64)blockIdx.x * tile;
-  i64 c = 0;
-  for (int t = 0; t < NZ_ITEMS; ++t) {
-    const i64 i = base + (i64)t * blockDim.x + threadIdx.x;  // coalesced
-    if (i < size) c += (x[i] & mask) != 0;
-  }
+  const i64 tile = (i64)blockDim.x * NZ_ITEMS;
+  const i64 first = (i64)blockIdx.x * tile + (i64)threadIdx.x * NZ_ITEMS;
+  const i64 c = __popc(nz_bits(x, size, mask, first));
   const i64 total = block_inclusive_scan<i64>(c, buf);
   if (threadIdx.x == blockDim.x - 1) counts[blockIdx.x] = total;
 }
@@ -295,30 +316,39 @@ extern "C" __global__ void nonzero_count(const U* x, i64 size, U mask, i64* coun
 // words so that a block-wide scan of per-thread counts keeps row-major order.
 // `ends[b]` closes tile b's range: a tile whose words changed since the count (another
 // stream or host thread) never writes past it; a range left short is zero-filled.
+// Coordinates: the thread's first word is decomposed once (ndim divisions), then the
+// multi-index is carried forward to each nonzero (a division only on a carry).
 extern "C" __global__ void nonzero_fill(const U* x, i64 size, U mask, const i64* offsets,
                                         const i64* ends, int ndim, const i64* shape, i64 nnz,
                                         i64* out) {
   __shared__ i64 buf[1024];
   const i64 tile = (i64)blockDim.x * NZ_ITEMS;
   const i64 first = (i64)blockIdx.x * tile + (i64)threadIdx.x * NZ_ITEMS;
-  i64 c = 0;
-  for (int t = 0; t < NZ_ITEMS; ++t) {
-    const i64 i = first + t;
-    if (i < size) c += (x[i] & mask) != 0;
-  }
+  unsigned bits = nz_bits(x, size, mask, first);
+  const i64 c = __popc(bits);
   const i64 incl = block_inclusive_scan<i64>(c, buf);
   const i64 end = ends[blockIdx.x];
   i64 pos = offsets[blockIdx.x] + incl - c;
   // this thread's slots; the last thread also owns the tile's uncounted tail
   const i64 stop = threadIdx.x == blockDim.x - 1 ? end : min(pos + c, end);
-  for (int t = 0; t < NZ_ITEMS && pos < stop; ++t) {
-    const i64 i = first + t;
-    if (i < size && (x[i] & mask) != 0) {
-      i64 rem = i;
-      for (int d = ndim - 1; d >= 0; --d) {
-        out[(i64)d * nnz + pos] = rem % shape[d];
-        rem /= shape[d];
+  if (bits && pos < stop) {
+    i64 coord[64];                    // NumPy's and CuPy's rank limit
+    i64 rem = first;
+    for (int d = ndim - 1; d >= 0; --d) {
+      coord[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    i64 at = first;
+    while (bits && pos < stop) {
+      const int t = __ffs((int)bits) - 1;
+      bits &= bits - 1;
+      coord[ndim - 1] += first + t - at;
+      at = first + t;
+      for (int d = ndim - 1; d > 0 && coord[d] >= shape[d]; --d) {
+        coord[d - 1] += coord[d] / shape[d];
+        coord[d] %= shape[d];
       }
+      for (int d = 0; d < ndim; ++d) out[(i64)d * nnz + pos] = coord[d];
       ++pos;
     }
   }
