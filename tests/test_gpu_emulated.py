@@ -36,6 +36,24 @@ def test_topk(cp, dtype):
             same(got[0], want[0])
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16"])
+def test_topk_narrow_integer_keys(cp, dtype):
+    """8- and 16-bit integers select on their own bits (one or two radix passes): the
+    extremes, -1/0 and ties, both directions, against the CPU."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(31)
+    x = rng.integers(info.min, info.max, (4, 257), endpoint=True).astype(dtype)
+    x[:, :6] = [info.min, info.max, 0, info.min, info.max, 1]
+    if info.min < 0:
+        x[:, 6:10] = -1
+    for k in (1, 3, 8, 257):
+        for largest in (True, False):
+            want = fastops.topk(x, k, largest=largest)
+            got = host(fastops.topk(cp.asarray(x), k, largest=largest))
+            same(got[1], want[1])
+            same(got[0], want[0])
+
+
 def test_topk_few_long_rows_split(cp, monkeypatch):
     """Few long rows are split into chunks, k per chunk, then k of the winners
     (fastops/_gpu/selection.py): forced with small thresholds, against the CPU, with

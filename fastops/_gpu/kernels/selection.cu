@@ -8,14 +8,23 @@
 // ties go to the lower index (topk) / the later index (cummax, cummin).
 
 #ifdef KEY
+// The low KEY_TOP bits of a key vary, the rest are 0: 8- and 16-bit integers keep only
+// their own bits, so the radix select runs 1 or 2 passes instead of 4 (issue 12).
+#if KIND == 2
+#define KEY_TOP KEY_BITS
+#else
+#define KEY_TOP (8 * (int)sizeof(T) < KEY_BITS ? 8 * (int)sizeof(T) : KEY_BITS)
+#endif
+#define KEY_MASK (~(KEY)0 >> (KEY_BITS - KEY_TOP))
+
 // Order-preserving map to unsigned keys: a < b  <=>  key(a) < key(b); every NaN maps
 // to the largest key.
 __device__ __forceinline__ KEY order_key(T v) {
 #if KIND == 0
   return (KEY)v;
 #elif KIND == 1
-  // sign-extend to KEY's width, then flip its sign bit: INT_MIN -> 0
-  return (KEY)v ^ ((KEY)1 << (KEY_BITS - 1));
+  // T's own bits with their sign bit flipped: the minimum -> 0
+  return ((KEY)v & KEY_MASK) ^ ((KEY)1 << (KEY_TOP - 1));
 #else
   if (is_nan(v)) return ~(KEY)0;
 #if KEY_BITS == 32
@@ -29,7 +38,7 @@ __device__ __forceinline__ KEY order_key(T v) {
 // Larger rank key = ranks earlier.  For smallest, NaN (order key max) becomes 0: last.
 __device__ __forceinline__ KEY rank_key(T v, int largest) {
   KEY k = order_key(v);
-  return largest ? k : ~k;
+  return largest ? k : (~k & KEY_MASK);
 }
 
 __device__ __forceinline__ bool entry_before(KEY ka, i64 ia, KEY kb, i64 ib) {
@@ -56,7 +65,7 @@ extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64
 
     KEY prefix = 0, mask = 0;
     i64 remaining = k;
-    for (int shift = KEY_BITS - 8; shift >= 0; shift -= 8) {
+    for (int shift = KEY_TOP - 8; shift >= 0; shift -= 8) {
       for (int b = tid; b < 256; b += bd) hist[b] = 0;
       __syncthreads();
       for (i64 i = tid; i < n; i += bd) {
