@@ -81,6 +81,7 @@ def _topk_rows(x, k, largest, sorted, values, indices):
     fn = kernel("selection", "topk_rows", **d)
     so, sn, si = elem_strides(x)
     grid = min(rows, 65535)
+    # 256 threads: the bin search of topk_rows' radix passes takes one bin per thread
     fn((grid,), (256,), (x, np.int64(rows), np.int64(x.shape[1]), np.int64(x.shape[2]),
                          np.int64(so), np.int64(sn), np.int64(si), np.int64(k),
                          np.int32(largest), np.int32(sorted), skeys, sidx, np.int64(P),

@@ -73,15 +73,17 @@ extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64
         if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1ull);
       }
       __syncthreads();
-      if (tid == 0) {
-        i64 cum = 0;
-        for (int b = 255; b >= 0; --b) {
-          if (cum + (i64)hist[b] >= remaining) {
-            s_prefix = prefix | ((KEY)b << shift);
-            s_remaining = remaining - cum;
-            break;
-          }
-          cum += (i64)hist[b];
+      // The bin holding the remaining-th key, from the top: thread t takes bin 255 - t,
+      // a block scan counts the keys in the bins above it, and the one thread whose bin
+      // crosses `remaining` sets the prefix (thread 0 walking 256 bins was most of a
+      // short row's time; the launcher runs 256 threads per block).
+      {
+        const i64 c = tid < 256 ? (i64)hist[255 - tid] : 0;
+        const i64 above_incl = block_inclusive_scan<i64>(c, scan_buf);
+        const i64 above = above_incl - c;
+        if (tid < 256 && above < remaining && remaining <= above_incl) {
+          s_prefix = prefix | ((KEY)(255 - tid) << shift);
+          s_remaining = remaining - above;
         }
       }
       __syncthreads();
