@@ -276,6 +276,19 @@ def test_nms_and_batched_nms(cp):
              fastops.batched_nms(boxes, sc, idxs, .5))
 
 
+def test_nms_order_packed_keys(cp):
+    """_order's packed radix sort (32-bit keys under their row number) equals a stable
+    per-row argsort: ties in position order, the never-kept ~0 keys last."""
+    from fastops._gpu.nms import _order
+    rng = np.random.default_rng(15)
+    for P, N in ((1, 9), (3, 70), (7, 1)):
+        keys = rng.integers(0, 6, (P, N)).astype(np.uint32)
+        keys[rng.random((P, N)) < 0.2] = np.uint32(0xFFFFFFFF)
+        same(host(_order(cp.asarray(keys))), np.argsort(keys, axis=1, kind="stable"))
+        wide = keys.astype(np.uint64) << np.uint64(20)          # the 64-bit path
+        same(host(_order(cp.asarray(wide))), np.argsort(wide, axis=1, kind="stable"))
+
+
 def test_nms_sizes_around_mask_words(cp):
     rng = np.random.default_rng(14)
     for n in (1, 2, 63, 64, 65, 129):

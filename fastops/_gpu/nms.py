@@ -1,7 +1,7 @@
 """CuPy launchers for kernels/nms.cu (same signatures as fastops._cpu.nms, minus nthreads).
 
-Everything stays on the device: keys, a stable ``cupy.argsort`` per problem (ties ->
-lower index), the IoU bitmask and its unwrapping.  The one host sync per call reads the
+Everything stays on the device: keys, a stable sort per problem (ties -> lower index;
+one radix sort of packed keys, see _order), the IoU bitmask and its unwrapping.  The one host sync per call reads the
 number of selected boxes (none with ``pad=True``: the output size is known).
 """
 import numpy as np
@@ -48,6 +48,21 @@ def _keys(scores3, has_thr, thr):
     return keys, counts
 
 
+def _order(keys):
+    """Each row's positions by (key, position): a stable sort per problem.  CuPy sorts a
+    2-D array along axis 1 with a segmented merge sort; 32-bit keys are packed under
+    their row number into one 64-bit key instead, which one stable radix sort of the
+    flat array orders by (row, key, position) (issue 12)."""
+    import cupy
+    P, N = keys.shape
+    if P == 1 or keys.dtype != np.uint32 or P * N >= 1 << 62:
+        return cupy.argsort(keys, axis=1)
+    rows = cupy.arange(P, dtype=np.uint64)[:, None]
+    packed = (rows << np.uint64(32)) | keys.astype(np.uint64)
+    flat = cupy.argsort(packed.reshape(-1))
+    return flat.reshape(P, N) - cupy.arange(0, P * N, N, dtype=np.int64)[:, None]
+
+
 def _suppress(buf, C, order, counts, cls, skip, iou, off, limit, cap_out, sel, out_counts):
     """Mask + sweep for every problem (rows of ``order``), in groups under _MASK_BUDGET."""
     import cupy
@@ -91,7 +106,7 @@ def nms_select(boxes, scores, center, offset, cap, iou_thr, has_sthr, sthr, pad_
     P = B * C
     buf = _prepare(boxes, center, offset)
     keys, counts = _keys(scores, has_sthr, sthr)
-    order = cupy.argsort(keys, axis=1)          # stable: (score desc, index asc), rest last
+    order = _order(keys)                        # (score desc, index asc), rest last
     sel = cupy.empty((P, max(cap, 1)), dtype=np.int64)
     out_counts = cupy.zeros(P, dtype=np.int64)
     if cap > 0:
