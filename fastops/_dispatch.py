@@ -161,6 +161,17 @@ _KERNELS = {}               # (backend name, family, kernel name) -> kernel func
 _FAST = {}                  # fast path name (unique across families) -> its function
 
 
+def kernel_module(backend, family):
+    """The kernel module of one op family: fastops._cpu.<family> (or its AVX2 build,
+    fastops._cpu.avx2.<family>, see cpu_module) for "cpu", fastops._gpu.<family> for
+    "gpu"; cached (scripts/simd_ab.py swaps the cached CPU modules)."""
+    mod = _KERNEL_MODULES.get((backend, family))
+    if mod is None:
+        name = cpu_module(family) if backend == "cpu" else "fastops._gpu." + family
+        mod = _KERNEL_MODULES[backend, family] = importlib.import_module(name)
+    return mod
+
+
 def fast_path(family, name, *args):
     """Run the compiled fast path ``name`` of a CPU kernel family (fastops/_cpu/_fast.pxd)
     on ``args``: the op's result for the common small NumPy call, None for anything else,
@@ -168,7 +179,7 @@ def fast_path(family, name, *args):
     None: the general path then fails again and raises it naming the op."""
     fn = _FAST.get(name)
     if fn is None:
-        fn = _FAST[name] = getattr(importlib.import_module(cpu_module(family)), name)
+        fn = _FAST[name] = getattr(kernel_module("cpu", family), name)
     try:
         return fn(*args)
     except MemoryError:
@@ -203,14 +214,8 @@ class Backend:
         self._to_framework = to_framework
 
     def kernels(self, family):
-        """The kernel module of one op family: fastops._cpu.<family> (or its AVX2 build,
-        fastops._cpu.avx2.<family>, see cpu_module) or fastops._gpu.<family>."""
-        key = (self.name, family)
-        mod = _KERNEL_MODULES.get(key)
-        if mod is None:
-            name = cpu_module(family) if self.name == "cpu" else "fastops._gpu." + family
-            mod = _KERNEL_MODULES[key] = importlib.import_module(name)
-        return mod
+        """The kernel module of one op family on this backend (see kernel_module)."""
+        return kernel_module(self.name, family)
 
     def empty(self, shape, dtype, sized_by=None):
         """An uninitialized output array; large host outputs reuse pooled blocks

@@ -32,6 +32,7 @@ def use(prefix):
     for fam in built:
         _dispatch._KERNEL_MODULES["cpu", fam] = importlib.import_module(prefix + fam)
     _dispatch._KERNELS.clear()
+    _dispatch._FAST.clear()         # (the compiled fast paths of small calls follow too)
 
 
 print(f"AVX2 builds: {', '.join(built)}; {args.threads} thread(s), median of {args.repeat}")

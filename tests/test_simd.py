@@ -88,7 +88,8 @@ out = {}
 for name, fn in workloads().items():
     for i, a in enumerate(_tuple(fn())):
         out[f"{name}|{i}"] = np.asarray(a)
-used = sorted({m for m in _dispatch._KERNEL_MODULES.values()}, key=str)
+used = sorted({m for m in _dispatch._KERNEL_MODULES.values()} |      # (fast paths too)
+              {sys.modules[f.__module__] for f in _dispatch._FAST.values()}, key=str)
 print([m.__name__ for m in used])
 np.savez(sys.argv[1], **out)
 """
