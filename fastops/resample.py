@@ -723,6 +723,13 @@ def _plan(be, x, scales, sizes, mode, coordinate_transformation_mode, nearest_mo
     return _Plan(**plan)
 
 
+def _apply_plan(be, x, plan):
+    """The plan's passes over x: its planned single pass, or apply_tables' chain."""
+    if plan.step:
+        return _run_step(be, x, plan.step, plan.nearest, plan.what)
+    return apply_tables(be, x, plan.axes_on, plan.tables, plan.nearest, plan.what)
+
+
 def _run_plan(be, x, plan):
     """The resize of x (native, element strides) by a plan of its shape and dtype."""
     if plan.tables is None:
@@ -730,14 +737,10 @@ def _run_plan(be, x, plan):
     if not plan.axes_on:
         return x.copy()
     if plan.nearest:
-        bits = x.view(_BITS[x.itemsize])
-        out = (_run_step(be, bits, plan.step, True, plan.what) if plan.step else
-               apply_tables(be, bits, plan.axes_on, plan.tables, True, plan.what))
-        out = out.view(x.dtype)
+        out = _apply_plan(be, x.view(_BITS[x.itemsize]), plan).view(x.dtype)
     else:
         xin = x.astype(np.float32) if x.dtype == np.float16 else x
-        out = (_run_step(be, xin, plan.step, False, plan.what) if plan.step else
-               apply_tables(be, xin, plan.axes_on, plan.tables, False, plan.what))
+        out = _apply_plan(be, xin, plan)
         if x.dtype == np.float16:
             out = out.astype(np.float16)
     if plan.tf_crop:

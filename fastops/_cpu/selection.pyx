@@ -131,16 +131,22 @@ def nonzero(const uword[::1] x, uword mask, const int64_t[::1] shape, int nthrea
     return out
 
 
+cdef int _real_axis(object x, object axis):
+    """The axis in [0, x.ndim) of a plain input (fastops/_cpu/_fast.pxd) of a real dtype
+    the kernels take as is, else -1."""
+    if not plain(x) or not is_real_type(cnp.PyArray_TYPE(<cnp.ndarray>x)):
+        return -1
+    return plain_axis(axis, cnp.PyArray_NDIM(<cnp.ndarray>x))
+
+
 def fast_cumext(x, axis, bint is_max, result):
-    """cummax (is_max) / cummin of a plain input (fastops/_cpu/_fast.pxd) as
-    the named tuple ``result`` (values, indices), or None: the general path (fastops.selection) decides."""
-    if not plain(x):
+    """cummax (is_max) / cummin of a plain input as the named tuple ``result`` (values,
+    indices), or None: the general path (fastops.selection) decides."""
+    cdef int ax = _real_axis(x, axis)
+    if ax < 0:
         return None
     cdef cnp.ndarray a = <cnp.ndarray>x
     cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a)
-    cdef int ax = plain_axis(axis, nd)
-    if ax < 0 or not is_real_type(typenum):
-        return None
     cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(a)
     cdef cnp.ndarray values = cnp.PyArray_EMPTY(nd, dims, typenum, 0)
     cdef cnp.ndarray indices = cnp.PyArray_EMPTY(nd, dims, cnp.NPY_INT64, 0)
@@ -153,14 +159,13 @@ def fast_cumext(x, axis, bint is_max, result):
 def fast_topk(x, k, axis, largest, sorted, result):
     """topk of a plain input (fastops/_cpu/_fast.pxd) with a Python int 1 <= k <= n and
     Python bool flags, as the named tuple ``result`` (values, indices); else None."""
-    if not plain(x) or type(k) is not int or type(largest) is not bool \
-            or type(sorted) is not bool:
+    if type(k) is not int or type(largest) is not bool or type(sorted) is not bool:
+        return None
+    cdef int ax = _real_axis(x, axis)
+    if ax < 0:
         return None
     cdef cnp.ndarray a = <cnp.ndarray>x
     cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a)
-    cdef int ax = plain_axis(axis, nd)
-    if ax < 0 or not is_real_type(typenum):
-        return None
     cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(a)
     if not 1 <= k <= dims[ax]:
         return None

@@ -182,12 +182,12 @@ inline Entry<T> best_contiguous(const T* p, int64_t m, int64_t offset) {
   return Entry<T>{p[j], j + offset};
 }
 
-// The partition path's scratch, grown on demand and reused across rows.
 // Types that rank_key32 orders exactly.
 template <typename T>
 constexpr bool kKey32 =
     sizeof(T) <= 4 && (std::is_integral<T>::value || std::is_same<T, float>::value);
 
+// The partition path's scratch, grown on demand and reused across rows.
 template <typename T>
 struct SelectScratch {
   // candidates, their permuted copy, the sample: as PartKey<T, ...>::K
