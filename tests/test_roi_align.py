@@ -342,6 +342,35 @@ def test_inputs_not_modified():
     np.testing.assert_array_equal(rois, r0)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("strided", [False, True])
+def test_channel_interleaved_path_bit_identical(dtype, strided):
+    """Many RoIs on a small map with >= 4 channels take the channel-interleaved kernel
+    (roi_lanes: sample-channels far above the map's size); one channel at a time always
+    takes the planar one.  Both must give the same bits, for every mode and rule, with a
+    partial lane block (19 channels), RoIs outside the map, reversed and empty, and
+    strided x; and match the float64 spec reference."""
+    rng = _rng(21)
+    base = rng.standard_normal((2, 9, 19, 11)).astype(dtype)
+    x = base.transpose(0, 2, 1, 3) if strided else np.ascontiguousarray(
+        base.transpose(0, 2, 1, 3))
+    rois = _mmcv_rois(rng, 2, 60, 9, 11, scale=0.5, dtype=dtype)
+    rois[0, 1:] = [4.0, 4.0, 4.0, 4.0]
+    rois[1, 1:] = [9.0, 7.0, 1.0, 2.0]
+    rois[2, 1:] = [60.0, 60.0, 80.0, 90.0]
+    for mode in ("avg", "max", "onnx_max"):
+        for aligned in (True, False):
+            for sr in (0, 2):
+                args = ((3, 4), 0.5, sr, mode, aligned)
+                got = fastops.roi_align(x, rois, *args)
+                per_channel = np.concatenate(
+                    [fastops.roi_align(x[:, c:c + 1], rois, *args) for c in range(19)], 1)
+                np.testing.assert_array_equal(got, per_channel)
+                if dtype == np.float64 and not strided:
+                    want = roi_align_ref(x, rois[:, 1:], rois[:, 0], *args)
+                    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("k", [2, 300])
 def test_threads_bit_identical(threads, k):
     rng = _rng(11)

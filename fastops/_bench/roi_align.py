@@ -83,9 +83,54 @@ def _workload(k, out, quick=True):
         heavy=True, quick=quick)
 
 
+def _coarse_level_workload(k=150):
+    """The coarse FPN level of the frcnn detector (fastops._bench.onnx): a 10 x 13 map of
+    256 channels at stride 32 of a 320 x 416 image, 150 RoIs (its RPN's post-NMS
+    count, all mapped to this level), 7 x 7, sampling_ratio 2, output_half_pixel
+    (aligned=False), as torchvision's MultiScaleRoIAlign exports it.  The sampling work
+    is ~1000x the map: the class the channel-interleaved kernel is for."""
+    scale = 1.0 / 32
+
+    def make():
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((1, 256, 10, 13), dtype=np.float32)
+        side = np.exp(rng.uniform(np.log(32), np.log(320), (k, 2)))
+        ctr = rng.uniform(0, 1, (k, 2)) * np.array([416, 320])
+        boxes = np.concatenate([np.clip(ctr - side / 2, 0, [416, 320]),
+                                np.clip(ctr + side / 2, 0, [416, 320])], 1)
+        return {"x": x, "boxes": boxes.astype(np.float32), "batch": np.zeros(k, np.int64)}
+
+    def fast(inp):
+        return lambda: fastops.roi_align(inp["x"], inp["boxes"], 7, scale, 2, "avg", False,
+                                         batch_indices=inp["batch"])
+
+    def ort(inp):
+        return peers.ort_session(
+            "RoiAlign", [("X", inp["x"]), ("rois", inp["boxes"]),
+                         ("batch_indices", inp["batch"])],
+            [("Y", np.float32)],
+            {"output_height": 7, "output_width": 7, "sampling_ratio": 2,
+             "spatial_scale": scale, "mode": "avg",
+             "coordinate_transformation_mode": "output_half_pixel"}, opset=16)
+
+    def tv_cpu(inp):
+        tv = _torchvision()
+        torch = peers.torch_cpu()
+        rois = np.concatenate([inp["batch"][:, None].astype(np.float32), inp["boxes"]], 1)
+        x, r = torch.from_numpy(inp["x"]), torch.from_numpy(rois)
+        return lambda: tv.ops.roi_align(x, r, 7, scale, 2, aligned=False)
+
+    return Workload(
+        name=f"roi_align 1x256x10x13 float32 {k} rois 7x7 sr=2 (coarse FPN level)",
+        op="roi_align", make=make, impls={"fastops": fast, "onnxruntime": ort,
+                                          "torch": tv_cpu},
+        quick=False)
+
+
 WORKLOADS = [
     _workload(1000, 7),      # box head
     _workload(200, 14),      # mask head
     # issue 14's sweep: a handful of RoIs (latency-bound second stages), not in --quick
     *[_workload(k, out, quick=False) for k in (1, 4, 16, 64) for out in (7, 14)],
+    _coarse_level_workload(),
 ]
