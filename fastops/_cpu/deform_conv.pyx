@@ -1,6 +1,8 @@
-# Typed entry point for the deformable-convolution kernel in include/deform_conv.hpp,
-# plus the one piece of run-time set-up that kernel needs: a single-threaded CBLAS GEMM.
-# Inputs are validated and shaped by fastops.conv; the kernel call releases the GIL.
+# Typed entry points for the deformable-convolution kernel in include/deform_conv.hpp
+# (also fastops.onnx's plain Conv: offset None) and the depthwise one in include/conv.hpp,
+# plus the one piece of run-time set-up the first needs: a single-threaded CBLAS GEMM.
+# Inputs are validated and shaped by fastops.conv and fastops.onnx._nn; the kernel calls
+# release the GIL.
 #
 # Which GEMM.  The kernel calls one GEMM per (tile, group) from inside its OpenMP
 # threads, so the BLAS must run single-threaded there: OpenBLAS's own pthread pool under
@@ -53,6 +55,14 @@ cdef extern from "deform_conv.hpp" namespace "fastops" nogil:
         const DcnGemm& g, cbool blas, int64_t M, int64_t N, int64_t K, const T* A,
         int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc, T* pack) except +
     int64_t kGemmNR "fastops::kGemmNR"
+
+cdef extern from "conv.hpp" namespace "fastops" nogil:
+    void c_depthwise_conv2d "fastops::depthwise_conv2d"[T](
+        const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sxN, int64_t sxC,
+        int64_t sxH, int64_t sxW, const T* w, int64_t KH, int64_t KW, int64_t swC,
+        int64_t swH, int64_t swW, const T* bias, int64_t sb, int64_t stride_h,
+        int64_t stride_w, int64_t pad_t, int64_t pad_l, int64_t dil_h, int64_t dil_w,
+        T* out, int64_t OH, int64_t OW, int nthreads) except +
 
 
 cdef DcnGemm _gemm
@@ -210,7 +220,8 @@ def deform_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] offse
                   const floating[:] bias, int64_t stride_h, int64_t stride_w, int64_t pad_h,
                   int64_t pad_w, int64_t dil_h, int64_t dil_w, int64_t groups,
                   int64_t deform_groups, floating[:, :, :, ::1] out, int nthreads):
-    """x (N, C, H, W), offset (N, 2*dg*kh*kw, OH, OW), mask (N, dg*kh*kw, OH, OW) or None,
+    """x (N, C, H, W), offset (N, 2*dg*kh*kw, OH, OW) or None (a plain convolution,
+    deform_groups 1, no mask: fastops.onnx's Conv), mask (N, dg*kh*kw, OH, OW) or None,
     weight (M, C/groups, kh, kw), bias (M,) or None: any element strides, all in the
     compute type.  out (N, M, OH, OW) contiguous with N, M, OH, OW >= 1; pad_h/pad_w are
     the top/left pads (the bottom/right ones only set OH/OW)."""
@@ -218,9 +229,15 @@ def deform_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] offse
     # zero-size axes (C, H or W = 0): the data pointer of the empty view, never read
     cdef const floating* xp = &x[0, 0, 0, 0]
     cdef const floating* wp = &weight[0, 0, 0, 0]
+    cdef const floating* op = NULL
     cdef const floating* mp = NULL
     cdef const floating* bp = NULL
+    cdef int64_t soN = 0, soC = 0, soH = 0, soW = 0
     cdef int64_t smN = 0, smC = 0, smH = 0, smW = 0, sb = 0
+    if offset is not None:
+        op = &offset[0, 0, 0, 0]
+        soN = _s(offset.strides[0], isz); soC = _s(offset.strides[1], isz)
+        soH = _s(offset.strides[2], isz); soW = _s(offset.strides[3], isz)
     if mask is not None:
         mp = &mask[0, 0, 0, 0]
         smN = _s(mask.strides[0], isz); smC = _s(mask.strides[1], isz)
@@ -233,14 +250,35 @@ def deform_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] offse
             c_deform_conv2d(
                 xp, x.shape[0], x.shape[1], x.shape[2], x.shape[3], _s(x.strides[0], isz),
                 _s(x.strides[1], isz), _s(x.strides[2], isz), _s(x.strides[3], isz),
-                &offset[0, 0, 0, 0], _s(offset.strides[0], isz), _s(offset.strides[1], isz),
-                _s(offset.strides[2], isz), _s(offset.strides[3], isz),
+                op, soN, soC, soH, soW,
                 mp, smN, smC, smH, smW,
                 wp, weight.shape[0], weight.shape[2], weight.shape[3],
                 _s(weight.strides[0], isz), _s(weight.strides[1], isz),
                 _s(weight.strides[2], isz), _s(weight.strides[3], isz),
                 bp, sb, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, deform_groups,
                 &out[0, 0, 0, 0], out.shape[2], out.shape[3], _gemm, _use_blas, nthreads)
+
+
+def depthwise_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] weight,
+                     const floating[:] bias, int64_t stride_h, int64_t stride_w,
+                     int64_t pad_t, int64_t pad_l, int64_t dil_h, int64_t dil_w,
+                     floating[:, :, :, ::1] out, int nthreads):
+    """x (N, C, H, W), weight (C, 1, kh, kw), bias (C,) or None, any element strides;
+    out (N, C, OH, OW) contiguous with N, C, OH, OW, kh, kw >= 1 (include/conv.hpp)."""
+    cdef Py_ssize_t isz = sizeof(floating)
+    cdef const floating* bp = NULL
+    cdef int64_t sb = 0
+    if bias is not None:
+        bp = &bias[0]
+        sb = _s(bias.strides[0], isz)
+    with nogil:
+        c_depthwise_conv2d(
+            &x[0, 0, 0, 0], x.shape[0], x.shape[1], x.shape[2], x.shape[3],
+            _s(x.strides[0], isz), _s(x.strides[1], isz), _s(x.strides[2], isz),
+            _s(x.strides[3], isz), &weight[0, 0, 0, 0], weight.shape[2], weight.shape[3],
+            _s(weight.strides[0], isz), _s(weight.strides[2], isz),
+            _s(weight.strides[3], isz), bp, sb, stride_h, stride_w, pad_t, pad_l, dil_h,
+            dil_w, &out[0, 0, 0, 0], out.shape[2], out.shape[3], nthreads)
 
 
 _find_blas()

@@ -229,7 +229,8 @@ inline void dcn_sample(T py, T px, int64_t H, int64_t W, int64_t C, int64_t zero
 // dominates: 38-61 vs 39-53 ms and 6.8-10 vs 6.8-8.9 ms CPU time, noisy shared VM): the
 // blend is bound by the gathers from the image and the column writes, not by arithmetic,
 // so there is no run-time dispatch.
-template <typename T>
+// Plain (no offsets): each entry is one integer pixel (or the zero pixel), copied.
+template <bool Plain, typename T>
 void dcn_fill_columns(const DcnSample<T>* plan, int64_t P, int64_t np, int64_t K,
                       int64_t ch0, int64_t cg, int64_t Cd, const T* xn, T* col) {
   const int64_t kcg = K * cg;
@@ -241,6 +242,11 @@ void dcn_fill_columns(const DcnSample<T>* plan, int64_t P, int64_t np, int64_t K
       const DcnSample<T>* pl = plan + (d * K + k) * P;
       for (int64_t p = 0; p < np; ++p) {
         const DcnSample<T>& s = pl[p];
+        if (Plain) {
+          std::memcpy(col + p * kcg + k * cg + c0, xn + s.off[0] + ch,
+                      static_cast<size_t>(len) * sizeof(T));
+          continue;
+        }
         const T* __restrict s0 = xn + s.off[0] + ch;
         const T* __restrict s1 = xn + s.off[1] + ch;
         const T* __restrict s2 = xn + s.off[2] + ch;
@@ -273,15 +279,24 @@ constexpr int64_t kDcnTileStep = 32;
 // im2col_step); a single image larger than this is still done in one piece.
 constexpr int64_t kDcnChunkBytes = int64_t(64) << 20;
 
+// A small image (OH * OW < kDcnTileSplit * P) is still cut into kDcnTileSplit tiles of
+// at least kDcnTileStep pixels, so that its GEMMs spread over the threads: the frcnn
+// detector's 256 -> 256 3x3 convolution of a 10 x 13 map ran as one tile on one thread
+// (4.4 ms; 2.2 ms as 4 tiles on 2 threads).  Shape-only, like every tile rule here.
+constexpr int64_t kDcnTileSplit = 4;
+
 inline int64_t dcn_tile_pixels(int64_t kcg, int64_t ohw, int64_t elem) {
   int64_t p = kDcnColTileBytes / std::max<int64_t>(1, kcg * elem);
   p = std::max(kDcnTileMin, std::min(kDcnTileMax, p));
   p = (p / kDcnTileStep) * kDcnTileStep;
+  const int64_t split = (ohw + kDcnTileSplit - 1) / kDcnTileSplit;
+  p = std::min(p, std::max(kDcnTileStep, (split + 7) / 8 * 8));
   return std::min(p, std::max<int64_t>(1, ohw));
 }
 
 // ------------------------------------------------------------------ the kernel
-// x (N, C, H, W), offset (N, 2*dg*KH*KW, OH, OW), mask (N, dg*KH*KW, OH, OW) or null,
+// x (N, C, H, W), offset (N, 2*dg*KH*KW, OH, OW) or null (a plain convolution: dg = 1,
+// no mask, integer taps copied into the columns: Session's Conv), mask (N, dg*KH*KW, OH, OW) or null,
 // weight (M, C/G, KH, KW): any element strides.  bias (M,) or null.  out: C-contiguous
 // (N, M, OH, OW).  N, M, OH, OW >= 1; C, H, W >= 0; C % G == 0, C % dg == 0, M % G == 0.
 // Sizes are validated by the caller (fastops.conv); coordinates are never trusted.
@@ -379,8 +394,8 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
           for (int64_t i = 0; i < KH; ++i) {
             for (int64_t j = 0; j < KW; ++j) {
               const int64_t k = i * KW + j;
-              const T* oy_ptr = off + n * soN + (d * 2 * K + 2 * k) * soC;
-              const T* ox_ptr = oy_ptr + soC;
+              const T* oy_ptr = off ? off + n * soN + (d * 2 * K + 2 * k) * soC : nullptr;
+              const T* ox_ptr = off ? oy_ptr + soC : nullptr;
               const T* m_ptr = mask ? mask + n * smN + (d * K + k) * smC : nullptr;
               DcnSample<T>* pl = plan + (d * K + k) * P;
               int64_t oy = p0 / OW, ox = p0 - (p0 / OW) * OW;
@@ -388,6 +403,13 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
                 if (ox == OW) {
                   ox = 0;
                   ++oy;
+                }
+                if (!off) {  // plain convolution: the tap's pixel or the zero pixel
+                  const int64_t iy = oy * stride_h - pad_h + i * dil_h;
+                  const int64_t ix = ox * stride_w - pad_w + j * dil_w;
+                  pl[p].off[0] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? (iy * W + ix) * C
+                                                                           : zero;
+                  continue;
                 }
                 const T py = static_cast<T>(oy * stride_h - pad_h + i * dil_h) +
                              oy_ptr[oy * soH + ox * soW];
@@ -402,7 +424,10 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
 
         for (int64_t g = 0; g < G; ++g) {
           // 3b. column tile col[p][k * Cg + c] of group g
-          dcn_fill_columns(plan, P, np, K, g * Cg, Cg, Cd, xn, col);
+          if (off)
+            dcn_fill_columns<false>(plan, P, np, K, g * Cg, Cg, Cd, xn, col);
+          else
+            dcn_fill_columns<true>(plan, P, np, K, g * Cg, Cg, Cd, xn, col);
           // 3c. out[n, g*Mg:(g+1)*Mg, p0:p0+np] = wr[g] . col^T, then the bias
           T* o = out + (n * M + g * Mg) * OHW + p0;
           dcn_gemm_nt<T>(gemm, blas, Mg, np, KCg, wr.data() + g * Mg * KCg, KCg, col, KCg,
