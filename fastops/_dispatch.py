@@ -91,14 +91,7 @@ def public(fn):
     sig = inspect.signature(fn)
     label = _NAMESPACES.get(fn.__module__, "") + fn.__name__      # "cv.resize"
 
-    @functools.wraps(fn)
     def op(*args, **kwargs):
-        for v in args:      # _any_gpu's first test inlined (0.3 us a call): plain
-            if type(v) not in _SCALAR_TYPES:  # NumPy arrays and scalars, no GPU keyword
-                break
-        else:
-            if not kwargs or not _any_gpu(kwargs.values()):
-                return fn(*args, **kwargs)
         if not _any_gpu(args) and not _any_gpu(kwargs.values()):
             return fn(*args, **kwargs)
         devices = {}
@@ -113,8 +106,42 @@ def public(fn):
         with _cupy().cuda.Device(devices[first]):
             return fn(*args, **kwargs)
 
-    op.__fastops_public__ = True
-    return op
+    entry = functools.wraps(fn)(_plain_entry(fn, sig, op))
+    entry.__fastops_public__ = True
+    return entry
+
+
+def _plain_entry(fn, sig, general):
+    """A wrapper with ``fn``'s own parameters (names, defaults, keyword-only ones) that
+    calls ``fn`` directly when every argument's type is in _SCALAR_TYPES (NumPy arrays
+    and Python scalars: no GPU array can hide there) and ``general`` otherwise.  Exact
+    parameters instead of ``*args, **kwargs``: no tuple/dict packing and one type test
+    per argument, 60-80 ns instead of ~270 (the fixed cost of a tiny call, issue 14).
+    Signatures with ``*args``/``**kwargs`` get ``general`` itself."""
+    params = list(sig.parameters.values())
+    P = inspect.Parameter
+    if any(p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD, P.POSITIONAL_ONLY) for p in params):
+        return general
+    namespace = {"_fn": fn, "_general": general, "_S": _SCALAR_TYPES}
+    decl, call = [], []
+    star = False
+    for k, p in enumerate(params):
+        if p.kind is P.KEYWORD_ONLY and not star:
+            decl.append("*")
+            star = True
+        if p.default is P.empty:
+            decl.append(p.name)
+        else:
+            namespace[f"_d{k}"] = p.default
+            decl.append(f"{p.name}=_d{k}")
+        call.append(f"{p.name}={p.name}" if p.kind is P.KEYWORD_ONLY else p.name)
+    test = " and ".join(f"type({p.name}) in _S" for p in params) or "True"
+    src = (f"def {fn.__name__}({', '.join(decl)}):\n"
+           f"    if {test}:\n"
+           f"        return _fn({', '.join(call)})\n"
+           f"    return _general({', '.join(call)})\n")
+    exec(compile(src, f"<fastops.public {fn.__module__}.{fn.__name__}>", "exec"), namespace)
+    return namespace[fn.__name__]
 
 
 def _from_dlpack_fn(obj):

@@ -101,9 +101,7 @@ def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
 
 
 def _cumulative(op, x, axis, is_max):
-    done = _dispatch.fast_path("selection", "fast_cumext", x, axis, is_max, ValuesIndices)
-    if done is not None:
-        return done
+    """The general path of cummax/cummin (after their compiled fast path declined)."""
     be, (x,) = _dispatch.prepare(op, x=x)
     _validate.dtype_in(op, "x", x, _REAL)
     if x.ndim == 0:
@@ -141,7 +139,8 @@ def cummax(x: Array, axis: int) -> ValuesIndices:
     ValuesIndices (``.values``, ``.indices``): values like ``x``; int64 indices of
     ``x.shape``
     """
-    return _cumulative("cummax", x, axis, True)
+    done = _dispatch.fast_path("selection", "fast_cumext", x, axis, True, ValuesIndices)
+    return done if done is not None else _cumulative("cummax", x, axis, True)
 
 
 @_dispatch.public
@@ -150,7 +149,8 @@ def cummin(x: Array, axis: int) -> ValuesIndices:
 
     Same values and indices as ``torch.cummin`` (ties → later index, NaN propagates).
     """
-    return _cumulative("cummin", x, axis, False)
+    done = _dispatch.fast_path("selection", "fast_cumext", x, axis, False, ValuesIndices)
+    return done if done is not None else _cumulative("cummin", x, axis, False)
 
 
 # nonzero reads every element as an unsigned word of the same width; for floats the
