@@ -362,6 +362,23 @@ def test_nonzero_noncontiguous_large_and_threads(threads):
     np.testing.assert_array_equal(fastops.nonzero(flat), np.array(np.nonzero(flat)))
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int16", "float32", "float64"])
+@pytest.mark.parametrize("density", [0.02, 0.5, 0.98])
+def test_nonzero_wide_rows(threads, dtype, density):
+    """Rows of 64+ elements take the fill's in-row block path (no per-nonzero checks);
+    blocks that straddle rows, chunk ends and the tail take emit.  2-D and 3-D, rows not
+    a multiple of 64, both thread counts, against np.nonzero."""
+    rng = np.random.default_rng(int(density * 100))
+    for shape in ((37, 1000), (3, 5, 333), (2, 64), (1, 70001)):
+        x = (rng.random(shape) < density).astype(dtype)
+        if dtype.startswith("float"):
+            x *= rng.standard_normal(shape).astype(dtype)
+        want = np.array(np.nonzero(x))
+        for n in (1, 2):
+            with threads(n):
+                np.testing.assert_array_equal(fastops.nonzero(x), want)
+
+
 def test_nonzero_onnx_node_data(xp):
     _, _, (x,), (y,) = load_case("test_nonzero_example")
     np.testing.assert_array_equal(to_numpy(fastops.nonzero(xp.asarray(x))), y)

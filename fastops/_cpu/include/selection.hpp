@@ -925,9 +925,26 @@ void nonzero_fill(const U* x, int64_t size, U mask, int ndim, const int64_t* sha
       // 64 words at a time: a bitmask of the nonzeros, then one emit per set bit.  At 10%
       // density this writes a tenth of what a write-every-element loop did (nonzero
       // 4096x4096 bool, one thread: 41 -> 21 ms; 2 threads: 19 -> 8.6 ms).
+      //
+      // A block inside the current row with room for 64 more outputs in the chunk's range
+      // skips emit's per-nonzero checks (room, row change): the leading coordinates are
+      // the row's, the last one col0 + bit: 4096x4096 bool at 10%, one thread 7.4 ->
+      // 6.6 ms, two 3.7 -> 3.3 (the rest is mostly the 27 MB of int64 output: one thread
+      // stores ~10 GB/s).  Not kept: a byte-LUT variant storing 8 entries per mask byte
+      // unconditionally (10.9 ms on the SSE2 build) and streaming stores (10.0 ms).
       int64_t pos = b;
       for (; pos + 64 <= e; pos += 64) {
         uint64_t bits = nonzero_bits64(x + pos, mask);
+        if (bits && pos >= row_start && pos + 64 <= row_end && k_end - k >= 64) {
+          int64_t* last_coord = out + (ndim - 1) * nnz;
+          const int64_t col0 = pos - row_start;
+          while (bits) {
+            for (int d = 0; d < ndim - 1; ++d) out[d * nnz + k] = coord[d];
+            last_coord[k++] = col0 + __builtin_ctzll(bits);
+            bits &= bits - 1;
+          }
+          continue;
+        }
         while (bits) {
           emit(pos + __builtin_ctzll(bits));
           bits &= bits - 1;
