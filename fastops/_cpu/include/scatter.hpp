@@ -100,7 +100,10 @@ inline int64_t norm_index(I raw, int64_t n) {
 // task's random rows stay within one column stripe of data/out).  Measured with the
 // 2000x2000 float32 / 500x2000 axis-0 workloads, 1 thread, blocks 64/128/256/2048
 // (2048 = whole rows): 256 was best, scatter "none" 8.3-8.8 ms vs 9.2-9.4 ms for whole
-// rows, gather 9.5-9.9 ms vs 10.7-10.9 ms (busy shared machine, two sweeps).
+// rows, gather 9.5-9.9 ms vs 10.7-10.9 ms (busy shared machine, two sweeps).  Again
+// on a 1 MiB-L2 / 32 MiB-L3 EPYC with AVX2 (2026-12-01, 2 threads, hot, ms, gather /
+// scatter none / scatter add): 64: 4.0-4.3 / 4.4 / 7.0-7.2; 128: 3.5-4.2 / 4.2 / 6.9-7.3;
+// 256: 2.9-3.1 / 3.9-4.1 / 6.8-7.0; 512: 3.8 / 4.0 / 7.1; 2048: 9.0 / 7.2 / 17.7.
 inline int64_t col_block() { return 256; }
 
 constexpr int64_t kNoBad = std::numeric_limits<int64_t>::max();
