@@ -70,7 +70,11 @@ SETTLE_S = 0.02
 
 
 def measure(wl, impls, repeats, missing):
-    """Median seconds per impl; repeats are interleaved so drift hits every impl alike.
+    """Median seconds per impl; repeats are interleaved so drift hits every impl alike,
+    and the order rotates each repeat so that no impl always runs right after the same
+    other one (on the 2-vCPU VM a call's speed depended on its predecessor: cv2's
+    resize took 2.1 ms right after torch or onnxruntime and 3.0 ms after fastops, and
+    fastops' 2.1 ms after cv2 and 2.3-2.4 ms after torch).
 
     An impl whose library is not installed is added to ``missing`` (name -> module); one
     that has no such op is simply absent from the result."""
@@ -85,8 +89,10 @@ def measure(wl, impls, repeats, missing):
         except NotImplementedError:
             continue
     times = {impl: [] for impl in fns}
-    for _ in range(repeats):
-        for impl, fn in fns.items():
+    order = list(fns)
+    for r in range(repeats):
+        for impl in order[r % len(order):] + order[:r % len(order)]:
+            fn = fns[impl]
             time.sleep(SETTLE_S)
             t = time.perf_counter()
             for _ in range(wl.calls):
