@@ -280,6 +280,32 @@ def test_duplicates_none_last_wins_row_major(xp):
         _same(got, np.array([9, 0, 8]))
 
 
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_scatter_elements_expanded_rows(reduction, index_dtype):
+    """Indices constant along the other axes (torchvision's exported multi-level RoIAlign
+    merge: a row index expanded over (C, H, W)) take the kernel's whole-row path; rows
+    with duplicates, negative indices, a block that is uniform only in part and a 300-
+    column row (a partial block) against the spec loop."""
+    rng = np.random.default_rng(17)
+    data = rng.integers(-3, 4, (6, 300)).astype(np.float64)
+    rows = np.array([2, -1, 2, 0, 5, 3, -4, 2], dtype=index_dtype)
+    idx = np.repeat(rows[:, None], 300, axis=1)
+    idx[3, 260:] = 1                       # the last block of row 3 is not uniform
+    idx[4, 7] = 4                          # nor the first block of row 4
+    upd = rng.integers(-3, 4, idx.shape).astype(np.float64)
+    want = ref.scatter_elements(data, idx, upd, 0, reduction)
+    got = fastops.scatter_elements(data, idx, upd, axis=0, reduction=reduction)
+    _same(got, want)
+    # the same pattern on a 4-D (K, C, H, W) array along axis 0, float32
+    d4 = rng.integers(-3, 4, (5, 16, 7, 7)).astype(np.float32)
+    r4 = rng.integers(-5, 5, 9).astype(index_dtype)
+    i4 = np.broadcast_to(r4[:, None, None, None], (9, 16, 7, 7)).copy()
+    u4 = rng.integers(-3, 4, i4.shape).astype(np.float32)
+    _same(fastops.scatter_elements(d4, i4, u4, axis=0, reduction=reduction),
+          ref.scatter_elements(d4, i4, u4, 0, reduction))
+
+
 def test_nan_max_min_propagate(xp):
     data = np.array([1.0, np.nan, 3.0, 4.0], np.float32)
     idx = np.array([0, 1, 2, 2, 3])

@@ -156,6 +156,15 @@ class FirstBad {
 };
 
 // ------------------------------------------------------------------ ScatterElements
+// True when idx[0 .. len) are all the same value (a branch-free OR of differences, which
+// vectorizes).
+template <typename I>
+inline bool uniform_run(const I* idx, int64_t len) {
+  I diff = 0;
+  for (int64_t i = 1; i < len; ++i) diff |= static_cast<I>(idx[i] ^ idx[0]);
+  return diff == 0;
+}
+
 // Duplicates can only meet inside one (o, i) column of the indices (the target keeps o
 // and i), so columns are split among threads and each walks j in order: deterministic,
 // row-major "last wins", with no duplicate detection.  Tasks are (o, block of i): a
@@ -184,6 +193,15 @@ void scatter_elements_apply(T* out, const I* idx, const T* upd, int64_t O, int64
             T* p = base + v * s_axis + inner_off[i];
             *p = reduce_op<T, Red>(*p, uj[i]);
           }
+        } else if (s_inner == 1 && uniform_run(ij + i0, i1 - i0)) {
+          // One target row for the whole block (an index expanded along the other axes,
+          // as torchvision's multi-level RoIAlign exports its merge): a contiguous
+          // vector loop, the same operation per element.  frcnn's ScatterElements
+          // (150x256x7x7, axis 0), 2 threads, hot: 4.4 -> 2.9 ms (onnxruntime 7.4-8.9).
+          const int64_t v = norm_index(ij[i0], n_axis);
+          if (v < 0) continue;
+          T* p = base + v * s_axis;
+          for (int64_t i = i0; i < i1; ++i) p[i] = reduce_op<T, Red>(p[i], uj[i]);
         } else {
           for (int64_t i = i0; i < i1; ++i) {
             const int64_t v = norm_index(ij[i], n_axis);
