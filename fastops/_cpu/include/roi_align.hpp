@@ -388,12 +388,10 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
   // once the sample-channel count reaches a fraction of the maps' size (kRoiLaneRatio);
   // it also needs enough (image, channel block) items to keep every thread busy.
   const int64_t lane_blocks = (C + kRoiLanes - 1) / kRoiLanes;
-  static const double tune_ratio = getenv("ROI_RATIO") ? atof(getenv("ROI_RATIO")) : 1.0;
   const bool lanes =
-      C >= kRoiLanes / 2 && tune_ratio >= 0 &&
-      double(work_product(work_product(K, C), work_product(bins, per_bin))) * tune_ratio >= double(
-
-          work_product(work_product(images, C), work_product(H, W))) &&
+      C >= kRoiLanes / 2 &&
+      work_product(work_product(K, C), work_product(bins, work_product(per_bin, kRoiLaneRatio))) >=
+          work_product(work_product(images, C), work_product(H, W)) &&
       (nt == 1 || images * lane_blocks >= 2 * static_cast<int64_t>(nt));
   const int64_t tH = lanes ? W * kRoiLanes : sH, tW = lanes ? kRoiLanes : sW;
 
