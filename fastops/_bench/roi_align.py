@@ -35,20 +35,14 @@ def _torchvision():
     return peers._need("torchvision")
 
 
-def _workload(k, out, quick=True):
-    scale = 1.0 / _STRIDE
-
-    def make():
-        rng = np.random.default_rng(0)
-        x = _features()
-        rng.standard_normal(x.shape, dtype=np.float32)   # the boxes' stream as before
-        boxes = _boxes(rng, k)
-        batch = rng.integers(0, 2, k).astype(np.int64)
-        rois = np.concatenate([batch[:, None].astype(np.float32), boxes], axis=1)
-        return {"x": x, "rois": rois, "boxes": boxes, "batch": batch}
+def _workload(name, make, out, scale, aligned, heavy, quick):
+    """A RoIAlign workload, 2 samples per bin, mode avg; ``make`` returns x and the RoIs
+    both as MMCV rows (``rois``) and as ONNX boxes + batch indices."""
+    ctm = "half_pixel" if aligned else "output_half_pixel"
 
     def fast(inp):
-        return lambda: fastops.roi_align(inp["x"], inp["rois"], out, scale, 2)
+        return lambda: fastops.roi_align(inp["x"], inp["rois"], out, scale, 2, "avg",
+                                         aligned)
 
     def ort(inp):
         return peers.ort_session(
@@ -56,31 +50,49 @@ def _workload(k, out, quick=True):
                          ("batch_indices", inp["batch"])],
             [("Y", np.float32)],
             {"output_height": out, "output_width": out, "sampling_ratio": 2,
-             "spatial_scale": scale, "mode": "avg",
-             "coordinate_transformation_mode": "half_pixel"}, opset=16)
+             "spatial_scale": scale, "mode": "avg", "coordinate_transformation_mode": ctm},
+            opset=16)
 
     def tv_cpu(inp):
         tv = _torchvision()
         torch = peers.torch_cpu()
         x, r = torch.from_numpy(inp["x"]), torch.from_numpy(inp["rois"])
-        return lambda: tv.ops.roi_align(x, r, out, scale, 2, aligned=True)
+        return lambda: tv.ops.roi_align(x, r, out, scale, 2, aligned=aligned)
 
     def gpu(inp):
         g = peers.to_gpu(inp)
-        return peers.gpu_call(lambda: fastops.roi_align(g["x"], g["rois"], out, scale, 2))
+        return peers.gpu_call(lambda: fastops.roi_align(g["x"], g["rois"], out, scale, 2,
+                                                        "avg", aligned))
 
     def tv_gpu(inp):
         tv = _torchvision()
         torch = peers.torch_cuda()
         x, r = torch.from_numpy(inp["x"]).cuda(), torch.from_numpy(inp["rois"]).cuda()
-        return peers.torch_gpu_call(lambda: tv.ops.roi_align(x, r, out, scale, 2, aligned=True))
+        return peers.torch_gpu_call(lambda: tv.ops.roi_align(x, r, out, scale, 2,
+                                                             aligned=aligned))
 
     return Workload(
-        name=f"roi_align 2x256x200x272 float32 {k} rois {out}x{out} sr=2",
-        op="roi_align", make=make,
+        name=name, op="roi_align", make=make,
         impls={"fastops": fast, "onnxruntime": ort, "torch": tv_cpu, "fastops-gpu": gpu,
                "torch-cuda": tv_gpu},
-        heavy=True, quick=quick)
+        heavy=heavy, quick=quick)
+
+
+def _inputs(x, boxes, batch):
+    rois = np.concatenate([batch[:, None].astype(np.float32), boxes], axis=1)
+    return {"x": x, "rois": rois, "boxes": boxes, "batch": batch}
+
+
+def _fpn_workload(k, out, quick=True):
+    def make():
+        rng = np.random.default_rng(0)
+        x = _features()
+        rng.standard_normal(x.shape, dtype=np.float32)   # the boxes' stream as before
+        boxes = _boxes(rng, k)
+        return _inputs(x, boxes, rng.integers(0, 2, k).astype(np.int64))
+
+    return _workload(f"roi_align 2x256x200x272 float32 {k} rois {out}x{out} sr=2", make, out,
+                     1.0 / _STRIDE, True, heavy=True, quick=quick)
 
 
 def _coarse_level_workload(k=150):
@@ -89,8 +101,6 @@ def _coarse_level_workload(k=150):
     count, all mapped to this level), 7 x 7, sampling_ratio 2, output_half_pixel
     (aligned=False), as torchvision's MultiScaleRoIAlign exports it.  The sampling work
     is ~1000x the map: the class the channel-interleaved kernel is for."""
-    scale = 1.0 / 32
-
     def make():
         rng = np.random.default_rng(0)
         x = rng.standard_normal((1, 256, 10, 13), dtype=np.float32)
@@ -98,39 +108,16 @@ def _coarse_level_workload(k=150):
         ctr = rng.uniform(0, 1, (k, 2)) * np.array([416, 320])
         boxes = np.concatenate([np.clip(ctr - side / 2, 0, [416, 320]),
                                 np.clip(ctr + side / 2, 0, [416, 320])], 1)
-        return {"x": x, "boxes": boxes.astype(np.float32), "batch": np.zeros(k, np.int64)}
+        return _inputs(x, boxes.astype(np.float32), np.zeros(k, np.int64))
 
-    def fast(inp):
-        return lambda: fastops.roi_align(inp["x"], inp["boxes"], 7, scale, 2, "avg", False,
-                                         batch_indices=inp["batch"])
-
-    def ort(inp):
-        return peers.ort_session(
-            "RoiAlign", [("X", inp["x"]), ("rois", inp["boxes"]),
-                         ("batch_indices", inp["batch"])],
-            [("Y", np.float32)],
-            {"output_height": 7, "output_width": 7, "sampling_ratio": 2,
-             "spatial_scale": scale, "mode": "avg",
-             "coordinate_transformation_mode": "output_half_pixel"}, opset=16)
-
-    def tv_cpu(inp):
-        tv = _torchvision()
-        torch = peers.torch_cpu()
-        rois = np.concatenate([inp["batch"][:, None].astype(np.float32), inp["boxes"]], 1)
-        x, r = torch.from_numpy(inp["x"]), torch.from_numpy(rois)
-        return lambda: tv.ops.roi_align(x, r, 7, scale, 2, aligned=False)
-
-    return Workload(
-        name=f"roi_align 1x256x10x13 float32 {k} rois 7x7 sr=2 (coarse FPN level)",
-        op="roi_align", make=make, impls={"fastops": fast, "onnxruntime": ort,
-                                          "torch": tv_cpu},
-        quick=False)
+    return _workload(f"roi_align 1x256x10x13 float32 {k} rois 7x7 sr=2 (coarse FPN level)",
+                     make, 7, 1.0 / 32, False, heavy=False, quick=False)
 
 
 WORKLOADS = [
-    _workload(1000, 7),      # box head
-    _workload(200, 14),      # mask head
+    _fpn_workload(1000, 7),      # box head
+    _fpn_workload(200, 14),      # mask head
     # issue 14's sweep: a handful of RoIs (latency-bound second stages), not in --quick
-    *[_workload(k, out, quick=False) for k in (1, 4, 16, 64) for out in (7, 14)],
+    *[_fpn_workload(k, out, quick=False) for k in (1, 4, 16, 64) for out in (7, 14)],
     _coarse_level_workload(),
 ]

@@ -296,9 +296,9 @@ inline int64_t dcn_tile_pixels(int64_t kcg, int64_t ohw, int64_t elem) {
 
 // ------------------------------------------------------------------ the kernel
 // x (N, C, H, W), offset (N, 2*dg*KH*KW, OH, OW) or null (a plain convolution: dg = 1,
-// no mask, integer taps copied into the columns: Session's Conv), mask (N, dg*KH*KW, OH, OW) or null,
-// weight (M, C/G, KH, KW): any element strides.  bias (M,) or null.  out: C-contiguous
-// (N, M, OH, OW).  N, M, OH, OW >= 1; C, H, W >= 0; C % G == 0, C % dg == 0, M % G == 0.
+// no mask, integer taps copied into the columns: Session's Conv), mask (N, dg*KH*KW,
+// OH, OW) or null, weight (M, C/G, KH, KW): any element strides.  bias (M,) or null.
+// out: C-contiguous (N, M, OH, OW).  N, M, OH, OW >= 1; C, H, W >= 0; C % G == 0, C % dg == 0, M % G == 0.
 // Sizes are validated by the caller (fastops.conv); coordinates are never trusted.
 template <typename T>
 void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sxN,

@@ -22,7 +22,7 @@
 // 1 thread CPU time 270 ms -> 100 ms with 4-channel blocks (8 measured no better).
 // When the sampling work is large against the map (many RoIs, or a small FPN level:
 // kRoiLaneRatio), each work item (image, block of kRoiLanes channels) first interleaves
-// its block into a (H, W, kRoiLanes) slab and roi_lanes samples it: every corner is then
+// its block into a (H, W, kRoiLanes) slab and roi_channels samples it: every corner is then
 // kRoiLanes consecutive values, one SIMD multiply-add per corner instead of kRoiCB scalar
 // loads from planes far apart (box head 130 -> 45 ms; frcnn's 10x13 level 20 -> 6 ms).
 // Each output element is computed by one fixed sequence of operations (the same in both
@@ -168,15 +168,22 @@ struct RoiAxis {
   inline bool partial(int64_t p) const { return size(p) < grid; }  // has outside samples
 };
 
-// One RoI, channels c .. c + CB - 1 (planes sC apart), all bins.  The channels share
-// each table entry and its four corner weights; every channel's arithmetic is exactly
-// the single-channel sequence, so results do not depend on CB.  Samples are swept one
-// sample row at a time across the whole output row; each bin still receives its
-// samples in (iy, ix) order.  acc: CB * PW scratch, started: PW scratch.
-template <typename T, int Mode, int CB>
+// One RoI, channels c .. c + CB - 1 (planes sC apart), all bins; the first nc <= CB are
+// written.  The channels share each table entry and its four corner weights; every
+// channel's arithmetic is exactly the single-channel sequence, so results do not depend
+// on CB or the layout.  Lanes: `plane` is a slab of CB channels interleaved, (H, W, CB)
+// (roi_interleave), so the channel stride is the constant 1 and the channel loop is one
+// SIMD multiply-add chain per corner instead of CB scalar loads from planes far apart.
+// Samples are swept one sample row at a time across the whole output row; each bin still
+// receives its samples in (iy, ix) order.  acc: CB * PW scratch, started: PW scratch.
+template <typename T, int Mode, int CB, bool Lanes = false>
 inline void roi_channels(const T* plane, int64_t sC, const RoiGeom<T>& g, RoiAxis<T> ya_,
-                         RoiAxis<T> xa_, int64_t PH, int64_t PW, T* o, int64_t o_stride,
-                         T* acc, unsigned char* started) {
+                         RoiAxis<T> xa_, int64_t PH, int64_t PW, int64_t nc, T* o,
+                         int64_t o_stride, T* acc, unsigned char* started) {
+  const int64_t cs = Lanes ? 1 : sC;
+  // acc[at(k, p_w)]: lanes keep a bin's CB sums adjacent (one vector), planes a channel's
+  // row of bins (its output row)
+  auto at = [PW](int64_t k, int64_t p_w) { return Lanes ? p_w * CB + k : k * PW + p_w; };
   for (int64_t p_h = 0; p_h < PH; ++p_h) {
     const bool rows_partial = ya_.partial(p_h);
     for (int64_t j = 0; j < CB * PW; ++j) acc[j] = T(0);  // empty bins stay 0
@@ -191,14 +198,14 @@ inline void roi_channels(const T* plane, int64_t sC, const RoiGeom<T>& g, RoiAxi
         const AxisLerp<T>* xs = xa_.tab + xa_.beg[p_w];
         const int64_t nx = xa_.size(p_w);
         T a[CB];
-        for (int k = 0; k < CB; ++k) a[k] = acc[k * PW + p_w];
+        for (int k = 0; k < CB; ++k) a[k] = acc[at(k, p_w)];
         bool first = !started[p_w];
         for (int64_t ix = 0; ix < nx; ++ix) {
           const AxisLerp<T> xa = xs[ix];
           const T w0 = ya.h * xa.h, w1 = ya.h * xa.l, w2 = ya.l * xa.h, w3 = ya.l * xa.l;
           for (int k = 0; k < CB; ++k) {
-            const T* l = lo + k * sC;
-            const T* h = hi + k * sC;
+            const T* l = lo + k * cs;
+            const T* h = hi + k * cs;
             const T t0 = w0 * l[xa.lo], t1 = w1 * l[xa.hi];
             const T t2 = w2 * h[xa.lo], t3 = w3 * h[xa.hi];
             T v;
@@ -215,84 +222,25 @@ inline void roi_channels(const T* plane, int64_t sC, const RoiGeom<T>& g, RoiAxi
           first = false;
         }
         started[p_w] = started[p_w] || nx > 0;
-        for (int k = 0; k < CB; ++k) acc[k * PW + p_w] = a[k];
-      }
-    }
-    for (int k = 0; k < CB; ++k)
-      for (int64_t p_w = 0; p_w < PW; ++p_w)
-        o[k * o_stride + p_h * PW + p_w] =
-            Mode == kRoiAvg ? acc[k * PW + p_w] / g.count : acc[k * PW + p_w];
-  }
-}
-
-// The channel-interleaved variant of roi_channels: `slab` holds kRoiLanes channels of
-// one image interleaved, (H, W, kRoiLanes), so each corner of a sample is kRoiLanes
-// consecutive values and the channel loop is one SIMD multiply-add chain per corner
-// (the planar planes need kRoiLanes scalar loads kRoiLanes planes apart).  Each lane's
-// arithmetic is exactly roi_channels' sequence, so both paths give the same bits.
-// nc <= kRoiLanes channels are written (the slab pads the rest with zeros).
-// acc: PW * kRoiLanes scratch, started: PW scratch.
-constexpr int kRoiLanes = 8;
-
-// roi_lanes runs when sample-channels * kRoiLaneRatio >= the used maps' elements.
-// fastops._bench.roi_align on 2 threads, 2x256x200x272 map (samples / map elements:
-// planar ms -> interleaved ms): 16 RoIs 7x7 (0.03) 2.9 -> 6.9; 16 RoIs 14x14 (0.12)
-// 7.4 -> 8.2; 64 RoIs 7x7 (0.12) 10.5 -> 8.7; 64 RoIs 14x14 (0.46) 26 -> 14; 1000 RoIs
-// 7x7 130 -> 45; frcnn's 1x256x10x13 level with 150 RoIs (230) 19.8 -> 6.0.
-constexpr int64_t kRoiLaneRatio = 4;
-
-template <typename T, int Mode>
-inline void roi_lanes(const T* slab, const RoiGeom<T>& g, RoiAxis<T> ya_, RoiAxis<T> xa_,
-                      int64_t PH, int64_t PW, int64_t nc, T* o, int64_t o_stride, T* acc,
-                      unsigned char* started) {
-  constexpr int L = kRoiLanes;
-  for (int64_t p_h = 0; p_h < PH; ++p_h) {
-    const bool rows_partial = ya_.partial(p_h);
-    for (int64_t j = 0; j < L * PW; ++j) acc[j] = T(0);
-    for (int64_t p_w = 0; p_w < PW; ++p_w) started[p_w] = rows_partial || xa_.partial(p_w);
-    const AxisLerp<T>* yt = ya_.tab + ya_.beg[p_h];
-    for (int64_t iy = 0; iy < ya_.size(p_h); ++iy) {
-      const AxisLerp<T> ya = yt[iy];
-      const T* lo = slab + ya.lo;
-      const T* hi = slab + ya.hi;
-      for (int64_t p_w = 0; p_w < PW; ++p_w) {
-        const AxisLerp<T>* xs = xa_.tab + xa_.beg[p_w];
-        const int64_t nx = xa_.size(p_w);
-        T a[L];
-        for (int k = 0; k < L; ++k) a[k] = acc[p_w * L + k];
-        bool first = !started[p_w];
-        for (int64_t ix = 0; ix < nx; ++ix) {
-          const AxisLerp<T> xa = xs[ix];
-          const T w0 = ya.h * xa.h, w1 = ya.h * xa.l, w2 = ya.l * xa.h, w3 = ya.l * xa.l;
-          const T* l0 = lo + xa.lo;
-          const T* l1 = lo + xa.hi;
-          const T* h0 = hi + xa.lo;
-          const T* h1 = hi + xa.hi;
-          for (int k = 0; k < L; ++k) {
-            const T t0 = w0 * l0[k], t1 = w1 * l1[k], t2 = w2 * h0[k], t3 = w3 * h1[k];
-            T v;
-            if (Mode == kRoiOnnxMax) {
-              v = t0;
-              if (v < t1) v = t1;
-              if (v < t2) v = t2;
-              if (v < t3) v = t3;
-            } else {
-              v = t0 + t1 + t2 + t3;
-            }
-            a[k] = roi_fold<T, Mode>(a[k], v, first);
-          }
-          first = false;
-        }
-        started[p_w] = started[p_w] || nx > 0;
-        for (int k = 0; k < L; ++k) acc[p_w * L + k] = a[k];
+        for (int k = 0; k < CB; ++k) acc[at(k, p_w)] = a[k];
       }
     }
     for (int64_t k = 0; k < nc; ++k)
       for (int64_t p_w = 0; p_w < PW; ++p_w)
         o[k * o_stride + p_h * PW + p_w] =
-            Mode == kRoiAvg ? acc[p_w * L + k] / g.count : acc[p_w * L + k];
+            Mode == kRoiAvg ? acc[at(k, p_w)] / g.count : acc[at(k, p_w)];
   }
 }
+
+// Channels per interleaved slab (the lanes form of roi_channels).
+constexpr int kRoiLanes = 8;
+
+// Slabs are used when sample-channels * kRoiLaneRatio >= the used maps' elements.
+// fastops._bench.roi_align on 2 threads, 2x256x200x272 map (samples / map elements:
+// planar ms -> interleaved ms): 16 RoIs 7x7 (0.03) 2.9 -> 6.9; 16 RoIs 14x14 (0.12)
+// 7.4 -> 8.2; 64 RoIs 7x7 (0.12) 10.5 -> 8.7; 64 RoIs 14x14 (0.46) 26 -> 14; 1000 RoIs
+// 7x7 130 -> 45; frcnn's 1x256x10x13 level with 150 RoIs (230) 19.8 -> 6.0.
+constexpr int64_t kRoiLaneRatio = 4;
 
 // Channels c0 .. c0 + nc - 1 of one image into a (H, W, kRoiLanes) slab, zero-padded.
 template <typename T>
@@ -384,7 +332,7 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
   }
 
   // Layout.  Interleaving kRoiLanes channels costs one pass over the used images' maps
-  // and makes the sampling about 3x faster (SIMD over channels; roi_lanes), so it pays
+  // and makes the sampling about 3x faster (SIMD over channels), so it pays
   // once the sample-channel count reaches a fraction of the maps' size (kRoiLaneRatio);
   // it also needs enough (image, channel block) items to keep every thread busy.
   const int64_t lane_blocks = (C + kRoiLanes - 1) / kRoiLanes;
@@ -424,9 +372,10 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
         roi_interleave(x + n * sN + c0 * sC, nc, H, W, sC, sH, sW, slab);
         for (int64_t i = start[n]; i < start[n + 1]; ++i) {
           const int64_t r = order[i];
-          roi_lanes<T, Mode>(slab, geo[r], ytab.axis(r, PH, geo[r].grid_h),
-                             xtab.axis(r, PW, geo[r].grid_w), PH, PW, nc,
-                             out + (r * C + c0) * bins, bins, acc, started);
+          roi_channels<T, Mode, kRoiLanes, true>(
+              slab, 1, geo[r], ytab.axis(r, PH, geo[r].grid_h),
+              xtab.axis(r, PW, geo[r].grid_w), PH, PW, nc, out + (r * C + c0) * bins, bins,
+              acc, started);
         }
       }
     });
@@ -464,11 +413,11 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
         const RoiAxis<T> xa = xtab.axis(r, PW, geo[r].grid_w);
         T* o = out + (r * C + c0) * bins;
         if (nc == kRoiCB) {
-          roi_channels<T, Mode, kRoiCB>(plane, sC, geo[r], ya, xa, PH, PW, o, bins, acc,
-                                        started);
+          roi_channels<T, Mode, kRoiCB>(plane, sC, geo[r], ya, xa, PH, PW, kRoiCB, o, bins,
+                                        acc, started);
         } else {
           for (int64_t k = 0; k < nc; ++k)
-            roi_channels<T, Mode, 1>(plane + k * sC, sC, geo[r], ya, xa, PH, PW,
+            roi_channels<T, Mode, 1>(plane + k * sC, sC, geo[r], ya, xa, PH, PW, 1,
                                      o + k * bins, bins, acc, started);
         }
       }
