@@ -1,13 +1,22 @@
-"""fastops.onnx.Session's Conv against a float64 reference written here (windows of the
-zero-padded input, einsum), on shapes that reach each of its paths: the depthwise and
-the tiled im2col kernels of the deform_conv family (2-D float32/float64 on NumPy), one
-im2col matrix + BLAS GEMM (small images, few taps, other dtypes and ranks), pointwise
-GEMMs, and the depthwise tap sum (float16)."""
+"""fastops.onnx.Session's Conv and Gemm against a float64 reference written here
+(windows of the zero-padded input, einsum), on shapes that reach each of their paths:
+the depthwise and the tiled im2col kernels of the deform_conv family (2-D float32/
+float64 on NumPy), the packed GEMM (include/conv.hpp, x86-64-v3 builds: pointwise and
+small-image im2col float32 Convs with constant weights, Gemm with a constant B), one
+im2col matrix + BLAS GEMM (other dtypes and ranks), and the depthwise tap sum (float16).
+Also: Relu/HardSwish fused into the Conv/Gemm before them (bit for bit the unfused
+result), the fusion rules, the packed GEMM kernel itself on awkward sizes, and the
+caching allocator Session.run installs."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
 import fastops.onnx as fo
+from fastops import _dispatch
+from fastops._cpu import _pool
+from fastops.onnx import _compile
+
+PACKED = _dispatch.kernel_module("cpu", "deform_conv").PACKED_GEMM
 
 
 def conv_ref(x, w, b, strides, pads, dils, group):
@@ -118,3 +127,266 @@ def test_depthwise_kernel_keeps_the_tap_sum_bits():
             want = term if want is None else want + term
     want = want + b.reshape(1, 5, 1, 1)
     np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------------ fused activations
+def _act_ref(y, act):
+    """The unfused NumPy kernels' formulas (fastops/onnx/_std.py), in y's dtype."""
+    if act == "Relu":
+        return np.maximum(y, y.dtype.type(0))
+    return y * np.clip(y * y.dtype.type(1 / 6) + y.dtype.type(0.5), 0, 1)
+
+
+def _conv_act_model(x, w, b, attrs, act, expose_conv):
+    """Conv -> act; with expose_conv the Conv's output is a graph output too, so the
+    compiler cannot fuse the activation (the reference for bit equality)."""
+    tt = helper.np_dtype_to_tensor_dtype(x.dtype)
+    ins = ["x", "w"] + (["b"] if b is not None else [])
+    nodes = [helper.make_node("Conv", ins, ["c"], **attrs), helper.make_node(act, ["c"], ["y"])]
+    inits = [helper.make_tensor("w", tt, w.shape, w.reshape(-1).tolist())]
+    if b is not None:
+        inits.append(helper.make_tensor("b", tt, b.shape, b.reshape(-1).tolist()))
+    outs = [helper.make_tensor_value_info("y", tt, None)]
+    if expose_conv:
+        outs.append(helper.make_tensor_value_info("c", tt, None))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", tt, None)], outs,
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return fo.Session(model.SerializeToString())
+
+
+# (x shape, M, kernel, group, strides, pads): the paths a fused activation goes through
+FUSED_CASES = [
+    ((1, 16, 20, 22), 24, (1, 1), 1, (1, 1), (0, 0, 0, 0)),      # packed pointwise
+    ((2, 40, 9, 7), 13, (1, 1), 1, (2, 2), (0, 0, 0, 0)),        # packed pointwise, strided
+    ((1, 3, 64, 64), 16, (3, 3), 1, (2, 2), (1, 1, 1, 1)),       # packed im2col (stem)
+    ((1, 300, 6, 5), 20, (3, 3), 1, (1, 1), (1, 1, 1, 1)),       # packed im2col, K > 256
+    ((1, 12, 17, 19), 12, (3, 3), 12, (2, 2), (1, 1, 1, 1)),     # depthwise kernel
+    ((1, 16, 40, 40), 24, (3, 3), 1, (1, 1), (1, 1, 1, 1)),      # tiled kernel
+    ((2, 6, 12, 12), 4, (3, 3), 2, (1, 1), (0, 0, 0, 0)),        # groups: BLAS im2col
+]
+
+
+@pytest.mark.parametrize("act", ["Relu", "HardSwish"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", FUSED_CASES, ids=[f"case{i}" for i in range(len(FUSED_CASES))])
+def test_fused_activation_is_the_unfused_result(case, dtype, act):
+    shape, M, k, group, strides, pads = case
+    rng = np.random.default_rng(M + len(k))
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    x.reshape(-1)[::97] = np.nan                      # NaN propagates through both forms
+    w = rng.standard_normal((M, shape[1] // group) + k).astype(dtype)
+    b = rng.standard_normal(M).astype(dtype)
+    attrs = dict(kernel_shape=list(k), strides=list(strides), pads=list(pads), group=group)
+    fused = _conv_act_model(x, w, b, attrs, act, expose_conv=False)
+    assert sum(1 for line in fused._program(np).lines if "=" in line) == 1   # one call
+    got = fused.run(None, {"x": x})[0]
+    y_unfused, conv = _conv_act_model(x, w, b, attrs, act, expose_conv=True).run(
+        None, {"x": x})
+    np.testing.assert_array_equal(got, y_unfused)
+    np.testing.assert_array_equal(got, _act_ref(conv, act))
+    want = conv_ref(x, w, b, strides, pads, (1, 1), group)
+    taps = int(np.prod(k)) * shape[1] // group
+    tol = {np.float32: 2e-6, np.float64: 1e-13}[dtype] * taps
+    want = _act_ref(want, act)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def _fusions(nodes, outputs):
+    fused = _compile._fuse_epilogues(nodes, set(outputs))
+    return {p.op_type + ":" + p.output[0]: c.op_type for p in nodes
+            for c in [fused.consumer.get(id(p))] if c is not None}
+
+
+def test_fusion_rules():
+    conv = helper.make_node("Conv", ["x", "w"], ["c"])
+    relu = helper.make_node("Relu", ["c"], ["y"])
+    add = helper.make_node("Add", ["c", "y"], ["z"])
+    assert _fusions([conv, relu], ["y"]) == {"Conv:c": "Relu"}
+    assert _fusions([conv, relu], ["y", "c"]) == {}              # c is a graph output
+    assert _fusions([conv, relu, add], ["z"]) == {}              # c has two readers
+    leaky = helper.make_node("LeakyRelu", ["c"], ["y"])
+    assert _fusions([conv, leaky], ["y"]) == {}                  # not an epilogue
+    hs = helper.make_node("HardSwish", ["c"], ["y"])
+    assert _fusions([conv, hs], ["y"]) == {"Conv:c": "HardSwish"}
+    gemm = helper.make_node("Gemm", ["a", "b"], ["c"])
+    assert _fusions([gemm, relu], ["y"]) == {"Gemm:c": "Relu"}
+    assert _fusions([gemm, hs], ["y"]) == {}                     # Gemm fuses Relu only
+    # a subgraph reading c (a Loop body's capture) is a second reader
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["o"])], "body", [], [])
+    loop = helper.make_node("Loop", ["", ""], ["l"], body=body)
+    assert _fusions([conv, relu, loop], ["y", "l"]) == {}
+
+
+def test_fused_model_with_a_second_reader_is_correct():
+    """Conv -> Relu and Conv -> Add(c, relu): not fused, both outputs right."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 8, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Add", ["c", "r"], ["z"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+        [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.reshape(-1).tolist())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    got = fo.Session(model.SerializeToString()).run(None, {"x": x})[0]
+    c = conv_ref(x, w, None, (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    np.testing.assert_allclose(got, c + np.maximum(c, 0), rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------ Gemm
+def _gemm_model(a_shape, b, c, attrs, act=None):
+    nodes = [helper.make_node("Gemm", ["a", "b"] + (["c"] if c is not None else []),
+                              ["g" if act else "y"], **attrs)]
+    if act:
+        nodes.append(helper.make_node(act, ["g"], ["y"]))
+    inits = [helper.make_tensor("b", TensorProto.FLOAT, b.shape, b.reshape(-1).tolist())]
+    if c is not None:
+        inits.append(helper.make_tensor("c", TensorProto.FLOAT, c.shape, c.reshape(-1).tolist()))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT,
+                                                                         None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return fo.Session(model.SerializeToString())
+
+
+@pytest.mark.parametrize("ta", [0, 1])
+@pytest.mark.parametrize("tb", [0, 1])
+@pytest.mark.parametrize("c_shape", [None, (23,), (1, 23), (37, 23), ()])
+@pytest.mark.parametrize("alpha_beta", [(1.0, 1.0), (1.0, 0.5), (2.0, 1.0)])
+def test_gemm_with_a_constant_weight(ta, tb, c_shape, alpha_beta):
+    """Every transpose / bias / scale combination (the packed path takes alpha 1 with a
+    bias of shape (N,) or (1, N) at beta 1; the rest the BLAS) against float64."""
+    alpha, beta = alpha_beta
+    rng = np.random.default_rng(ta + 2 * tb)
+    M, K, N = 37, 300, 23
+    a = rng.standard_normal((K, M) if ta else (M, K)).astype(np.float32)
+    b = rng.standard_normal((N, K) if tb else (K, N)).astype(np.float32)
+    c = None if c_shape is None else rng.standard_normal(c_shape).astype(np.float32)
+    s = _gemm_model(a.shape, b, c, dict(transA=ta, transB=tb, alpha=alpha, beta=beta))
+    a0 = a.copy()
+    got = s.run(None, {"a": a})[0]
+    A = a.astype(np.float64).T if ta else a.astype(np.float64)
+    B = b.astype(np.float64).T if tb else b.astype(np.float64)
+    want = alpha * (A @ B) + (0 if c is None else beta * c.astype(np.float64))
+    assert got.shape == (M, N) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=2e-6 * K, atol=2e-6 * K)
+    np.testing.assert_array_equal(a, a0)
+
+
+def test_gemm_relu_fused_is_the_unfused_result():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((150, 700)).astype(np.float32)
+    b = rng.standard_normal((64, 700)).astype(np.float32)
+    c = rng.standard_normal(64).astype(np.float32)
+    fused = _gemm_model(a.shape, b, c, dict(transB=1), act="Relu").run(None, {"a": a})[0]
+    plain = _gemm_model(a.shape, b, c, dict(transB=1)).run(None, {"a": a})[0]
+    np.testing.assert_array_equal(fused, np.maximum(plain, np.float32(0)))
+
+
+# ------------------------------------------------------------------ the packed GEMM kernel
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+@pytest.mark.parametrize("M", [1, 5, 6, 13])
+@pytest.mark.parametrize("K", [1, 255, 257, 600])
+@pytest.mark.parametrize("P", [1, 8, 9, 17, 257, 300])
+def test_packed_gemm_kernel_sizes(M, K, P):
+    """Panels with padded rows, k passes with a short last one, strips of 8 and 16 and
+    partial ones, column blocks, two images, both B layouts, biases, activations."""
+    mod = _dispatch.kernel_module("cpu", "deform_conv")
+    rng = np.random.default_rng(M * 1000 + K + P)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    packed = mod.gemm_pack(a[:, ::-1][:, ::-1], 2)              # strided input
+    b = rng.standard_normal((2, K, P)).astype(np.float32)
+    rb = rng.standard_normal(M).astype(np.float32)
+    cb = rng.standard_normal(P).astype(np.float32)
+    want = np.einsum("mk,nkp->nmp", a.astype(np.float64), b.astype(np.float64))
+    want = want + rb[:, None].astype(np.float64) + cb.astype(np.float64)
+    for act, f in ((0, lambda v: v), (1, lambda v: np.maximum(v, 0)),
+                   (2, lambda v: v * np.clip(v / 6 + 0.5, 0, 1))):
+        for trans in (False, True):
+            out = np.full((2, M, P), np.nan, np.float32)
+            src = np.ascontiguousarray(b.transpose(0, 2, 1)) if trans else b
+            mod.gemm_packed(packed, M, src, rb, cb, act, out, 2, trans)
+            np.testing.assert_allclose(out, f(want), rtol=1e-5 * K, atol=1e-5 * K)
+
+
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+def test_packed_gemm_kernel_checks_its_arguments():
+    mod = _dispatch.kernel_module("cpu", "deform_conv")
+    a = np.ones((5, 7), np.float32)
+    packed = mod.gemm_pack(a)
+    b = np.ones((1, 7, 9), np.float32)
+    out = np.empty((1, 5, 9), np.float32)
+    with pytest.raises(ValueError, match="packed has"):
+        mod.gemm_packed(packed[:-1], 5, b, None, None, 0, out, 1)
+    with pytest.raises(ValueError, match="out has shape"):
+        mod.gemm_packed(packed, 5, b, None, None, 0, out[:, :4], 1)
+    with pytest.raises(ValueError, match="row_bias"):
+        mod.gemm_packed(packed, 5, b, np.ones(4, np.float32), None, 0, out, 1)
+    with pytest.raises(ValueError, match="col_bias"):
+        mod.gemm_packed(packed, 5, b, None, np.ones(8, np.float32), 0, out, 1)
+    with pytest.raises(ValueError, match="contiguous"):
+        mod.gemm_packed(packed, 5, np.ones((1, 7, 18), np.float32)[:, :, ::2], None, None,
+                        0, out, 1)
+
+
+# ------------------------------------------------------------------ Session.run's arena
+def _handler_name(arr=None):
+    from numpy._core.multiarray import get_handler_name
+    return get_handler_name() if arr is None else get_handler_name(arr)
+
+
+def test_session_run_allocates_from_its_arena_and_restores_numpy():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 16, 64, 64)).astype(np.float32)
+    w = rng.standard_normal((32, 16, 1, 1)).astype(np.float32)
+    s = _session(x, w, None, dict(kernel_shape=[1, 1]))
+    want = conv_ref(x, w, None, (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    before = _handler_name()
+    outs = [s.run(None, {"x": x})[0] for _ in range(3)]
+    assert _handler_name() == before                         # restored after each run
+    for got in outs:
+        assert _handler_name(got) == "fastops_session_arena"
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    del outs, got
+    assert _pool.arena_idle_bytes() >= 32 * 64 * 64 * 4       # the outputs' blocks came back
+    with pytest.raises(ValueError):
+        s.run(None, {"x": x[:, :3]})                          # fails inside the run
+    assert _handler_name() == before
+
+
+def test_arena_blocks_hold_their_contents_through_reuse_and_resize():
+    previous = _pool.use_arena()
+    try:
+        blocks = [np.full(300_000, i, np.float32) for i in range(4)]   # 1.2 MB: cached class
+        del blocks[1]
+        again = np.zeros(300_000, np.float32)                # takes the freed block: zeroed
+        assert not again.any()
+        small = np.arange(10, dtype=np.int64)
+        small.resize(200_000, refcheck=False)                 # realloc: small -> cached
+        assert (small[:10] == np.arange(10)).all() and not small[10:].any()
+        small.resize(5, refcheck=False)                       # and back down
+        assert (small == np.arange(5)).all()
+        for i, blk in zip((0, 2, 3), blocks):
+            assert (blk == i).all()
+    finally:
+        _pool.restore(previous)
+
+
+def test_arena_is_per_context():
+    """Another thread allocating while a run holds the arena uses NumPy's default."""
+    import threading
+    seen = []
+    previous = _pool.use_arena()
+    try:
+        t = threading.Thread(target=lambda: seen.append(_handler_name(np.ones(10**6))))
+        t.start()
+        t.join()
+    finally:
+        _pool.restore(previous)
+    assert seen == ["default_allocator"]

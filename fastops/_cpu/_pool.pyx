@@ -14,8 +14,14 @@ import sys
 
 import numpy as np
 
-from libc.stdint cimport uintptr_t
+from cpython.pycapsule cimport PyCapsule_New
+from libc.stdint cimport SIZE_MAX, uint8_t, uintptr_t
 from libc.stdlib cimport free
+from libc.string cimport strncpy
+
+cimport numpy as cnp
+
+cnp.import_array()
 
 cdef extern from "stdlib.h" nogil:
     int posix_memalign(void** memptr, size_t alignment, size_t size)
@@ -134,3 +140,86 @@ def empty(shape, dtype):
 def idle_bytes():
     """Bytes held in idle blocks (for tests and `python -m fastops info`)."""
     return _idle_bytes
+
+
+# ------------------------------------------------------------------ Session's arena
+# NumPy's data allocator during fastops.onnx.Session.run (include/arena.hpp): freed
+# intermediate arrays of 256 KiB and more are kept (at most FASTOPS_POOL_BYTES idle) and
+# reused by the next allocation of the same rounded size, so a run does not page-fault
+# its way through fresh mmaps.  NumPy keeps the handler in a context variable: only the
+# thread (context) that runs the Session allocates from it; an array remembers its
+# handler and returns its block here whenever it dies.
+cdef extern from "arena.hpp" namespace "fastops" nogil:
+    cdef cppclass Arena:
+        Arena(size_t cap)
+        void* allocate(size_t size, bint zero)
+        void release(void* p)
+        void* reallocate(void* p, size_t size)
+        void trim(size_t keep)
+        size_t idle_bytes()
+
+cdef extern from "numpy/ndarraytypes.h":
+    ctypedef struct PyDataMemAllocator:
+        void* ctx
+        void* (*malloc)(void* ctx, size_t size) noexcept nogil
+        void* (*calloc)(void* ctx, size_t nelem, size_t elsize) noexcept nogil
+        void* (*realloc)(void* ctx, void* ptr, size_t new_size) noexcept nogil
+        void (*free)(void* ctx, void* ptr, size_t size) noexcept nogil
+    ctypedef struct PyDataMem_Handler:
+        char name[127]
+        uint8_t version
+        PyDataMemAllocator allocator
+
+cdef extern from "numpy/arrayobject.h":
+    object PyDataMem_SetHandler(object handler)
+
+
+cdef Arena* _arena = new Arena(<size_t>max(_cap, 0))
+
+
+cdef void* _arena_malloc(void* ctx, size_t size) noexcept nogil:
+    return (<Arena*>ctx).allocate(size, False)
+
+
+cdef void* _arena_calloc(void* ctx, size_t nelem, size_t elsize) noexcept nogil:
+    if elsize and nelem > SIZE_MAX // elsize:
+        return NULL
+    return (<Arena*>ctx).allocate(nelem * elsize, True)
+
+
+cdef void* _arena_realloc(void* ctx, void* ptr, size_t new_size) noexcept nogil:
+    return (<Arena*>ctx).reallocate(ptr, new_size)
+
+
+cdef void _arena_free(void* ctx, void* ptr, size_t size) noexcept nogil:
+    (<Arena*>ctx).release(ptr)
+
+
+cdef PyDataMem_Handler _handler
+strncpy(_handler.name, b"fastops_session_arena", 127)
+_handler.version = 1
+_handler.allocator.ctx = <void*>_arena
+_handler.allocator.malloc = _arena_malloc
+_handler.allocator.calloc = _arena_calloc
+_handler.allocator.realloc = _arena_realloc
+_handler.allocator.free = _arena_free
+_arena_capsule = PyCapsule_New(&_handler, "mem_handler", NULL)
+
+
+def use_arena():
+    """Make the arena NumPy's allocator in the current context; returns the previous
+    handler for ``restore``, or None where FASTOPS_POOL_BYTES is 0 (nothing changed)."""
+    if _cap <= 0:
+        return None
+    return PyDataMem_SetHandler(_arena_capsule)
+
+
+def restore(previous):
+    """Undo ``use_arena`` (previous: its return value)."""
+    if previous is not None:
+        PyDataMem_SetHandler(previous)
+
+
+def arena_idle_bytes():
+    """Bytes the Session arena holds idle (for tests and `python -m fastops info`)."""
+    return _arena.idle_bytes()

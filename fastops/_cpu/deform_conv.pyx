@@ -62,7 +62,19 @@ cdef extern from "conv.hpp" namespace "fastops" nogil:
         int64_t sxH, int64_t sxW, const T* w, int64_t KH, int64_t KW, int64_t swC,
         int64_t swH, int64_t swW, const T* bias, int64_t sb, int64_t stride_h,
         int64_t stride_w, int64_t pad_t, int64_t pad_l, int64_t dil_h, int64_t dil_w,
-        T* out, int64_t OH, int64_t OW, int nthreads) except +
+        T* out, int64_t OH, int64_t OW, int act, int nthreads) except +
+    cbool kPackedGemm "fastops::kPackedGemm"
+    int64_t c_gemm_packed_size "fastops::gemm_packed_size"(int64_t M, int64_t K)
+    void c_gemm_pack "fastops::gemm_pack"(
+        const float* a, int64_t M, int64_t K, int64_t saM, int64_t saK, float* packed,
+        int nthreads) except +
+    void c_gemm_packed "fastops::gemm_packed"(
+        const float* packed, int64_t M, int64_t K, const float* b, int64_t N, int64_t sbn,
+        int64_t ldb, cbool b_trans, int64_t P, const float* row_bias, const float* col_bias, int act,
+        float* out, int nthreads) except +
+
+# Does this build have the packed GEMM (x86-64-v3 only; include/conv.hpp)?
+PACKED_GEMM = kPackedGemm
 
 
 cdef DcnGemm _gemm
@@ -262,9 +274,10 @@ def deform_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] offse
 def depthwise_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] weight,
                      const floating[:] bias, int64_t stride_h, int64_t stride_w,
                      int64_t pad_t, int64_t pad_l, int64_t dil_h, int64_t dil_w,
-                     floating[:, :, :, ::1] out, int nthreads):
+                     floating[:, :, :, ::1] out, int act, int nthreads):
     """x (N, C, H, W), weight (C, 1, kh, kw), bias (C,) or None, any element strides;
-    out (N, C, OH, OW) contiguous with N, C, OH, OW, kh, kw >= 1 (include/conv.hpp)."""
+    out (N, C, OH, OW) contiguous with N, C, OH, OW, kh, kw >= 1; act a ConvAct
+    (include/conv.hpp)."""
     cdef Py_ssize_t isz = sizeof(floating)
     cdef const floating* bp = NULL
     cdef int64_t sb = 0
@@ -278,7 +291,67 @@ def depthwise_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] we
             _s(x.strides[3], isz), &weight[0, 0, 0, 0], weight.shape[2], weight.shape[3],
             _s(weight.strides[0], isz), _s(weight.strides[2], isz),
             _s(weight.strides[3], isz), bp, sb, stride_h, stride_w, pad_t, pad_l, dil_h,
-            dil_w, &out[0, 0, 0, 0], out.shape[2], out.shape[3], nthreads)
+            dil_w, &out[0, 0, 0, 0], out.shape[2], out.shape[3], act, nthreads)
+
+
+def gemm_pack(const float[:, :] a, int nthreads=1):
+    """The (M, K) float32 matrix as gemm_packed's panels (include/conv.hpp)."""
+    cdef int64_t M = a.shape[0], K = a.shape[1]
+    packed = np.empty(c_gemm_packed_size(M, K), dtype=np.float32)
+    cdef float[::1] pv = packed
+    if packed.size:
+        with nogil:
+            c_gemm_pack(&a[0, 0], M, K, _s(a.strides[0], 4), _s(a.strides[1], 4), &pv[0],
+                        nthreads)
+    return packed
+
+
+def gemm_packed(const float[::1] packed, int64_t M, const float[:, :, :] b,
+                const float[::1] row_bias, const float[::1] col_bias, int act,
+                float[:, :, ::1] out, int nthreads, cbool b_trans=False):
+    """out (N, M, P) = act(A @ B[n] + row_bias[:, None] + col_bias) with A packed by
+    gemm_pack; B = b (N, K, P), or b's transpose (b (N, P, K)) with b_trans; b's last
+    axis contiguous; biases (M,) / (P,) or None; act a ConvAct.  Only where
+    PACKED_GEMM."""
+    if not kPackedGemm:
+        raise RuntimeError("gemm_packed: this build has no packed GEMM (PACKED_GEMM)")
+    cdef int64_t N = b.shape[0]
+    cdef int64_t K = b.shape[2] if b_trans else b.shape[1]
+    cdef int64_t P = b.shape[1] if b_trans else b.shape[2]
+    if packed.shape[0] != c_gemm_packed_size(M, K):
+        raise ValueError(f"gemm_packed: packed has {packed.shape[0]} elements, expected "
+                         f"{c_gemm_packed_size(M, K)} for a ({M}, {K}) matrix")
+    if out.shape[0] != N or out.shape[1] != M or out.shape[2] != P:
+        raise ValueError(f"gemm_packed: out has shape "
+                         f"{(out.shape[0], out.shape[1], out.shape[2])}, expected {(N, M, P)}")
+    if row_bias is not None and row_bias.shape[0] != M:
+        raise ValueError(f"gemm_packed: row_bias has {row_bias.shape[0]} elements, "
+                         f"expected {M}")
+    if col_bias is not None and col_bias.shape[0] != P:
+        raise ValueError(f"gemm_packed: col_bias has {col_bias.shape[0]} elements, "
+                         f"expected {P}")
+    if N == 0 or M == 0 or P == 0:
+        return
+    if K and (b.strides[2] != 4 or b.strides[1] % 4 or b.strides[0] % 4 or
+              b.strides[1] < 0 or b.strides[0] < 0):
+        raise ValueError("gemm_packed: b's last axis must be contiguous")
+    cdef const float* rp = NULL
+    cdef const float* cp = NULL
+    cdef const float* pp = NULL
+    cdef const float* bp = NULL
+    cdef int64_t sbn = 0, ldb = 0
+    if row_bias is not None:
+        rp = &row_bias[0]
+    if col_bias is not None:
+        cp = &col_bias[0]
+    if K:
+        pp = &packed[0]
+        bp = &b[0, 0, 0]
+        sbn = b.strides[0] // 4
+        ldb = b.strides[1] // 4
+    with nogil:
+        c_gemm_packed(pp, M, K, bp, N, sbn, ldb, b_trans, P, rp, cp, act, &out[0, 0, 0],
+                      nthreads)
 
 
 _find_blas()

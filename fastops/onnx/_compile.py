@@ -185,12 +185,15 @@ class Compiler:
                              f"(opset_import)")
         return self.opsets[d]
 
-    def build_node(self, node, where_graph):
-        """(callable, multi, used_fallback) for one NodeProto."""
+    def build_node(self, node, where_graph, consts=None, epilogue=None):
+        """(callable, multi, used_fallback) for one NodeProto; ``consts``: position ->
+        value of its load-time constant inputs; ``epilogue``: a fused consumer's op
+        type (EPILOGUES)."""
         domain = canonical_domain(node.domain)
         attrs = {a.name: parse_attribute(a) for a in node.attribute}
         n = NodeDef(node.op_type, domain, self.version(node.domain), attrs, node.input,
-                    node.output, self.xp, node.name, node, node_captures(node), self)
+                    node.output, self.xp, node.name, node, node_captures(node), self,
+                    consts, epilogue)
         entry = KERNELS.get((domain, node.op_type))
         if entry is not None:
             builder, multi = entry
@@ -285,8 +288,11 @@ class Compiler:
                 needed.update(node_captures(node))
         keep.reverse()
 
+        fused = _fuse_epilogues(keep, needed_outputs={o.name for o in graph.output})
         emitted = []                    # (node, function name, multi, args, description)
         for node in keep:
+            if id(node) in fused.absorbed:
+                continue
             desc = (f"node {node.name!r} ({node.domain + '::' if node.domain else ''}"
                     f"{node.op_type})")
             if node.op_type == "Identity" and canonical_domain(node.domain) == "" \
@@ -296,8 +302,13 @@ class Compiler:
             if node.op_type == "Constant" and canonical_domain(node.domain) == "":
                 consts[node.output[0]] = self.const(_constant_value(node))
                 continue
-            fn, multi, _ = self.build_node(node, what)
             ins = [resolve(x) if x else "" for x in node.input]
+            consumer = fused.consumer.get(id(node))
+            fn, multi, _ = self.build_node(
+                node, what, {i: consts[a] for i, a in enumerate(ins) if a in consts},
+                consumer.op_type if consumer is not None else None)
+            if consumer is not None:    # the call returns the consumer's output
+                node = _with_outputs(node, consumer.output)
             caps = [resolve(c) for c in node_captures(node)]
             args = ins + caps
             if (node.op_type not in _NOT_FOLDABLE and not caps
@@ -404,6 +415,48 @@ class Compiler:
                     v.setflags(write=False)
             folded.append(v)
         return folded
+
+
+class _Fusion:
+    __slots__ = ("consumer", "absorbed")
+
+    def __init__(self):
+        self.consumer = {}              # id(producer) -> the consumer NodeProto it runs
+        self.absorbed = set()           # ids of consumers that emit no call of their own
+
+
+def _fuse_epilogues(nodes, needed_outputs):
+    """Pairs (producer, consumer) of ``nodes`` to fuse per EPILOGUES: the consumer is
+    the only reader (inputs and subgraph captures) of the producer's only output, which
+    is not a graph output, and has no attributes (the kernels apply the defaults)."""
+    readers = {}
+    for node in nodes:
+        for name in set(x for x in node.input if x) | set(node_captures(node)):
+            readers.setdefault(name, []).append(node)
+    out = _Fusion()
+    for node in nodes:
+        ops = _registry.EPILOGUES.get((canonical_domain(node.domain), node.op_type))
+        if not ops or len(node.output) != 1 or node.output[0] in needed_outputs:
+            continue
+        users = readers.get(node.output[0], [])
+        if len(users) != 1:
+            continue
+        c = users[0]
+        if (canonical_domain(c.domain) == "" and c.op_type in ops and not c.attribute
+                and list(c.input) == [node.output[0]] and len(c.output) == 1
+                and id(c) not in out.absorbed):
+            out.consumer[id(node)] = c
+            out.absorbed.add(id(c))
+    return out
+
+
+def _with_outputs(node, outputs):
+    import onnx
+    fused = onnx.NodeProto()
+    fused.CopyFrom(node)
+    del fused.output[:]
+    fused.output.extend(outputs)
+    return fused
 
 
 def exec_source(lines, glob, descs, kind="graph"):

@@ -1,18 +1,24 @@
 """Convolution and pooling on NumPy/CuPy for running exported backbones.
 
-Conv, 2-D float32/float64 on NumPy: fastops kernels of the deform_conv family, the plain
-form of its tiled channels-last im2col + single-threaded-BLAS GEMM (offset None) and a
-direct depthwise kernel (include/conv.hpp).  Elsewhere (CuPy, float16, 1-D/3-D): im2col
-as a strided window view + one GEMM per group (1x1 convolutions a plain GEMM, depthwise
-ones a sum over the kernel taps).  ConvTranspose is a GEMM per tap scattered into the
-output, MaxPool/AveragePool reductions over the window view; their GEMMs are NumPy's
-(BLAS) or CuPy's (cuBLAS).
+Conv, 2-D float32/float64 on NumPy, on fastops kernels: depthwise ones on a direct kernel
+(include/conv.hpp); large images with many taps on the plain form of the deform_conv
+family's tiled channels-last im2col + single-threaded-BLAS GEMM (offset None); the rest,
+float32 with a constant weight in the x86-64-v3 build, on the packed GEMM (conv.hpp
+gemm_packed: the weight packed once per Session, 1x1 convolutions read in place, others
+through one im2col matrix).  A Relu/HardSwish reading only the Conv's output is fused
+into it (EPILOGUES): the depthwise and packed kernels apply it in registers, the others
+in place.  Elsewhere (CuPy, float16, 1-D/3-D, the baseline build): im2col as a strided
+window view + one BLAS GEMM per group (1x1 convolutions a plain GEMM, depthwise ones a
+sum over the kernel taps).  ConvTranspose is a GEMM per tap scattered into the output,
+MaxPool/AveragePool reductions over the window view; their GEMMs are NumPy's (BLAS) or
+CuPy's (cuBLAS).
 """
 import numpy as np
 
 from fastops import _dispatch
 from fastops._threads import get_num_threads
-from fastops.onnx._registry import Unsupported, blas_guard, kernel
+from fastops.onnx import _packed_gemm
+from fastops.onnx._registry import EPILOGUES, Unsupported, blas_guard, kernel
 
 
 def _tuple(v, k, default):
@@ -76,7 +82,10 @@ _NATIVE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 # The deform_conv family's tiled kernel runs each tile's GEMM on one BLAS thread; on a
 # small image (few tiles) or with few input taps (K * C, e.g. an RGB stem) one im2col
-# matrix and one multi-threaded BLAS GEMM is faster.  2 threads, 1 image, float32
+# matrix and one multi-threaded GEMM is faster.  (Against the packed GEMM on a
+# materialized im2col matrix, 2 threads, ms, tiled / packed: 16 -> 16 on 160x208 4.8 /
+# 3.8, 64 -> 64 on 80x104 7.3 / 6.8, 32 -> 64 on 80x104 2.4 / 2.9, 128 -> 128 on 50x68
+# 7.2 / 9.0, 256 -> 256 on 40x52 16.2 / 17.8: mixed, so the rule below stands.)  2 threads, 1 image, float32
 # (tiled kernel vs im2col + GEMM, ms): 256 -> 256 3x3 on 10x13 2.2 vs 1.2, on 5x7 1.0 vs
 # 0.5, on 20x26 4.2 vs 4.1; 3 -> 16 3x3 stride 2 on 320x416 2.1 vs 0.9; 64 -> 64 on
 # 80x104 4.6 vs 5.5; 64 -> 128 on 40x52 2.1 vs 2.2; 128 -> 128 on 100x136 26 vs 33.
@@ -84,9 +93,24 @@ _TILED_MIN_PIXELS = 1024
 _TILED_MIN_TAPS = 64
 
 
-def _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group):
-    """y (N, M, *out) of an N-D Conv whose geometry is resolved (see the module
-    docstring for the paths)."""
+# The Conv kernels apply a Relu/HardSwish that only reads their output
+# (_packed_gemm.py); the compiler fuses it into the Conv.
+EPILOGUES[("", "Conv")] = ("Relu", "HardSwish")
+
+
+def _packed_weight(n, group):
+    """(w, its gemm_packed panels) of a constant 2-D Conv weight with group 1, or None."""
+    w = n.consts.get(1)
+    if group != 1 or not isinstance(w, np.ndarray) or w.ndim != 4:
+        return None
+    packed = _packed_gemm.pack(n.xp, w.reshape(w.shape[0], -1))
+    return None if packed is None else (w, packed)
+
+
+def _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group, act=None, packed=None):
+    """act(y) for y (N, M, *out) of an N-D Conv whose geometry is resolved (see the module
+    docstring for the paths); ``act`` None, "Relu" or "HardSwish"; ``packed`` w's
+    gemm_packed panels or None."""
     r = x.ndim - 2
     N, C = x.shape[:2]
     M = w.shape[0]
@@ -100,17 +124,20 @@ def _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group):
     depthwise = group == C and M == C and cg == 1
     native = xp is np and r == 2 and x.dtype == w.dtype and x.dtype in _NATIVE_DTYPES and \
         (b is None or b.dtype == x.dtype) and x.size > 0
+    packed = packed if native else None
     if native and depthwise:
         _dispatch.kernel_module("cpu", "deform_conv").depthwise_conv2d(
             x, w, b, strides[0], strides[1], pb[0], pb[1], dils[0], dils[1], y,
-            get_num_threads())
+            _packed_gemm.ACT[act], get_num_threads())
         return y
-    if native and N * P >= _TILED_MIN_PIXELS and cg * taps >= _TILED_MIN_TAPS:
+    pointwise = taps == 1 and not any(pb) and not any(pe)
+    if native and not pointwise and N * P >= _TILED_MIN_PIXELS and \
+            cg * taps >= _TILED_MIN_TAPS:
         _dispatch.kernel_module("cpu", "deform_conv").deform_conv2d(
             x, None, None, w, b, strides[0], strides[1], pb[0], pb[1], dils[0], dils[1],
             group, 1, y, get_num_threads())
-        return y
-    if taps == 1 and not any(pb) and not any(pe):       # pointwise: no window copy
+        return _packed_gemm.activate(xp, y, act)
+    if pointwise:                                       # no window copy
         xs = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
         cols = xs.reshape(N, C, P)
     else:
@@ -128,10 +155,13 @@ def _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group):
                     y += term
             if b is not None:
                 y += b.reshape(bshape)
-            return y
+            return _packed_gemm.activate(xp, y, act)
         # im2col (N, C * taps, P), rows (c, tap), the layout of w's rows
         order = (0, 1) + tuple(range(2 + r, 2 + 2 * r)) + tuple(range(2, 2 + r))
         cols = xp.ascontiguousarray(win.transpose(order)).reshape(N, C * taps, P)
+    if packed is not None:
+        _packed_gemm.run(packed, M, np.ascontiguousarray(cols), b, act, y.reshape(N, M, P))
+        return y
     wg = w.reshape(group, mg, cg * taps)
     yg = y.reshape(N, group, mg, P)
     with blas_guard(xp, N * M * cg * taps * P):
@@ -143,13 +173,15 @@ def _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group):
                 yg[:, g] = xp.matmul(wg[g], part)
     if b is not None:
         y += b.reshape((1, M) + (1,) * r)
-    return y
+    return _packed_gemm.activate(xp, y, act)
 
 
 @kernel("Conv")
 def _conv(n):
     xp = n.xp
     a = _conv_attrs(n)
+    act = n.epilogue
+    packed = _packed_weight(n, a["group"])
 
     def run(x, w, b=None):
         r = x.ndim - 2
@@ -165,7 +197,8 @@ def _conv(n):
         if cg * group != C or w.shape[1] != cg or w.shape[0] % group:
             raise ValueError(f"Conv: x has {C} channels, W expects {w.shape[1]} per group "
                              f"with group={group}")
-        return _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group)
+        return _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group, act,
+                         packed[1] if packed is not None and w is packed[0] else None)
     return run
 
 

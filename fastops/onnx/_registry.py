@@ -37,6 +37,13 @@ def kernel(*op_types, domain="", multi=False):
     return deco
 
 
+# Element-wise ops a producer's kernel applies to its own output in registers, so the
+# output is written once: (domain, producer op) -> consumer op types (ai.onnx, default
+# attributes).  The compiler fuses a consumer when it is the only reader of the
+# producer's single output and that output is not a graph output.
+EPILOGUES = {}
+
+
 def canonical_domain(domain):
     return "" if domain in ("", "ai.onnx") else domain
 
@@ -48,14 +55,17 @@ class NodeDef:
     float, str, lists, NumPy arrays for tensors, GraphProto for graphs); ``attr(name,
     default)`` reads one.  ``version`` is the opset version of the node's domain in the
     model.  ``captures`` are the outer-scope names its subgraphs read (passed to the
-    callable after the declared inputs).
+    callable after the declared inputs).  ``consts`` maps input positions to the values
+    of inputs that are load-time constants (initializers, folded nodes), for builders that
+    prepare them once.  ``epilogue`` is the op type of a node fused into this one (see
+    EPILOGUES): the callable returns that node's output instead of its own.
     """
 
     __slots__ = ("op_type", "domain", "version", "attrs", "inputs", "outputs", "xp", "name",
-                 "proto", "captures", "compiler")
+                 "proto", "captures", "compiler", "consts", "epilogue")
 
     def __init__(self, op_type, domain, version, attrs, inputs, outputs, xp, name="",
-                 proto=None, captures=(), compiler=None):
+                 proto=None, captures=(), compiler=None, consts=None, epilogue=None):
         self.op_type = op_type
         self.domain = domain
         self.version = version
@@ -67,6 +77,8 @@ class NodeDef:
         self.proto = proto
         self.captures = list(captures)
         self.compiler = compiler
+        self.consts = consts or {}
+        self.epilogue = epilogue
 
     def attr(self, name, default=None):
         return self.attrs.get(name, default)

@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 
+from fastops._cpu._pool import restore as _arena_restore
+from fastops._cpu._pool import use_arena as _arena_use
 from fastops.onnx import _compile
 from fastops.onnx._registry import canonical_domain
 
@@ -278,11 +280,14 @@ class Session:
             if unknown:
                 raise ValueError(f"fastops.onnx.Session.run: unknown input name(s) {unknown}; "
                                  f"the model's inputs are {prog.input_names}")
+        previous = _arena_use() if xp is np else None
         try:
             outs = prog.fn(*args)
         except Exception as exc:
             _compile.annotate(exc)
             raise
+        finally:
+            _arena_restore(previous)
         if output_names is None:
             picks = range(len(outs))
         else:

@@ -10,7 +10,8 @@ import functools
 
 import numpy as np
 
-from fastops.onnx._registry import Unsupported, blas_guard, host, ints, kernel
+from fastops.onnx import _packed_gemm
+from fastops.onnx._registry import EPILOGUES, Unsupported, blas_guard, host, ints, kernel
 
 
 
@@ -856,8 +857,31 @@ def _gemm(n):
     xp = n.xp
     alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
     ta, tb = n.attr("transA", 0), n.attr("transB", 0)
+    act = n.epilogue
+    # A constant weight (a Linear layer): Y^T = B^T A^T on the packed GEMM, B^T packed
+    # once, the bias per row of Y^T and the activation applied in registers
+    # (_packed_gemm.py).
+    w = n.consts.get(1)
+    packed = _packed_gemm.pack(xp, (w if tb else w.T) if alpha == 1.0 and
+                        isinstance(w, np.ndarray) and w.ndim == 2 else None)
 
     def run(a, b, c=None):
+        if packed is not None and b is w and a.dtype == np.float32 and a.ndim == 2 and \
+                a.shape[0 if ta else 1] == (w.shape[1] if tb else w.shape[0]):
+            units = w.shape[0] if tb else w.shape[1]
+            bias = None
+            if c is not None and beta != 0.0:
+                if beta == 1.0 and c.dtype == np.float32 and c.shape in ((units,), (1, units)):
+                    bias = c.reshape(units)
+                else:
+                    bias = False
+            if bias is not False:
+                rows = a.shape[1] if ta else a.shape[0]
+                yt = np.empty((1, units, rows), np.float32)
+                # Y^T's right operand is A^T: A itself with transA, else A's rows
+                _packed_gemm.run(packed, units, np.ascontiguousarray(a)[None], bias, act,
+                                 yt, b_trans=not ta)
+                return np.ascontiguousarray(yt[0].T)
         if ta:
             a = a.T
         if tb:
@@ -868,8 +892,11 @@ def _gemm(n):
             y = y * y.dtype.type(alpha)
         if c is not None and beta != 0.0:
             y = y + (c if beta == 1.0 else c * c.dtype.type(beta))
-        return y
+        return _packed_gemm.activate(xp, y, act)
     return run
+
+
+EPILOGUES[("", "Gemm")] = ("Relu",)
 
 
 @kernel("LayerNormalization", multi=True)

@@ -15,10 +15,33 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
 #include "common.hpp"
 #include "parallel.hpp"
 
 namespace fastops {
+
+// Activations a Session fuses into the Conv before them (ConvAct in fastops/onnx/_nn.py),
+// computed as the unfused NumPy kernels do (fastops/onnx/_std.py), so fusing does not
+// change bits: Relu is np.maximum(v, 0) (NaN kept, -0 -> +0), HardSwish is
+// v * clip(v * float(1/6) + 0.5, 0, 1) with NaN propagated through the clip.
+enum ConvAct : int { kActNone = 0, kActRelu = 1, kActHardSwish = 2 };
+
+template <typename T>
+inline T conv_act(T v, int act) {
+  if (act == kActRelu) return (v != v || v > T(0)) ? v : T(0);
+  if (act == kActHardSwish) {
+    T t = v * static_cast<T>(1.0 / 6.0);
+    t = t + T(0.5);
+    if (t < T(0)) t = T(0);
+    if (t > T(1)) t = T(1);
+    return v * t;
+  }
+  return v;
+}
 
 // Outputs per register block: two vectors of the build's width (GCC/Clang vector
 // extensions: 32 bytes with AVX, as the x86-64-v3 build has, else 16; a 32-byte vector
@@ -60,9 +83,10 @@ inline void dw_block(const T* in, const int64_t* toff, const T* wt, int64_t taps
   acc[1] = a1;
 }
 
-// x (N, C, H, W) and w (C, 1, KH, KW) with any element strides, bias (C,) or null,
-// out C-contiguous (N, C, OH, OW) with N, C, OH, OW, KH, KW >= 1 and H, W >= 0.  pad_t,
-// pad_l: the top/left zero padding; the padded plane spans every tap of every output.
+// x (N, C, H, W) and w (C, 1, KH, KW) with any element strides, bias (C,) or null, act a
+// ConvAct applied after the bias, out C-contiguous (N, C, OH, OW) with N, C, OH, OW, KH,
+// KW >= 1 and H, W >= 0.  pad_t, pad_l: the top/left zero padding; the padded plane spans
+// every tap of every output.
 //
 // Phase split: each padded row is stored as stride_w segments of WS columns, padded
 // column c at segment c % stride_w, index c / stride_w.  Output ox of tap column j
@@ -75,7 +99,7 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
                       int64_t KW, int64_t swC, int64_t swH, int64_t swW, const T* bias,
                       int64_t sb, int64_t stride_h, int64_t stride_w, int64_t pad_t,
                       int64_t pad_l, int64_t dil_h, int64_t dil_w, T* out, int64_t OH,
-                      int64_t OW, int nthreads) {
+                      int64_t OW, int act, int nthreads) {
   const int64_t HP = (OH - 1) * stride_h + (KH - 1) * dil_h + 1;
   const int64_t WP = (OW - 1) * stride_w + (KW - 1) * dil_w + 1;
   const int64_t WS = (WP + stride_w - 1) / stride_w;  // columns per phase segment
@@ -136,14 +160,269 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
           std::memcpy(sums, acc, sizeof(sums));
           const int64_t nb = std::min(block, OW - ox0);
           if (bias) {
-            for (int64_t k = 0; k < nb; ++k) row[ox0 + k] = sums[k] + b;
+            for (int64_t k = 0; k < nb; ++k) row[ox0 + k] = conv_act(sums[k] + b, act);
           } else {
-            for (int64_t k = 0; k < nb; ++k) row[ox0 + k] = sums[k];
+            for (int64_t k = 0; k < nb; ++k) row[ox0 + k] = conv_act(sums[k], act);
           }
         }
       }
     }
   });
+}
+
+// ------------------------------------------------------------------ packed GEMM
+// out[n][m][p] = act(sum_k A[m][k] * B[n][k][p] + row_bias[m] + col_bias[p]), the GEMM of
+// Session's Conv (A = the weight (M, C*KH*KW), B = the image (C, H*W) for 1x1, else its
+// im2col matrix) and Gemm (A = the input rows, B = the constant weight as (K, N)).  A
+// is packed into panels of kCgMR rows, k-major (A[m][k] at panel m / kCgMR, offset
+// k * kCgMR + m % kCgMR, in blocks of kCgKC k; rows past M are 0): once per Session for
+// a weight.  B is read
+// per block into strips (below).
+//
+// Blocking (GotoBLAS's): a register block is kCgMR x kCgNR outputs
+// (12 AVX accumulators; per k two loads of a B row, kCgMR broadcasts, 12 FMAs).  Work
+// items are (image, block of kCgNC columns, run of panels); an item walks k in passes
+// of kCgKC, and within a pass its panels x strips, so that the pass's B block (kCgKC x
+// kCgNC, 256 KiB) stays in L2 across the run's panels and each A panel slice (6 KiB)
+// in L1 across the strips; the output block accumulates across passes.  Bias and
+// activation are applied in registers on the last pass, so the output is written once
+// (unfused, an activation read and wrote it again).
+//
+// Only the x86-64-v3 build has it (kPackedGemm): FMA is explicit (_mm256_fmadd_ps) and
+// the project compiles with -ffp-contract=off, so the baseline build would run at a
+// quarter of the speed; there Session uses NumPy's BLAS.  Sums are not bit-identical to
+// a BLAS's (no two BLAS agree: blocking and FMA differ per CPU); Conv and Gemm promise
+// tolerance.  Why not OpenBLAS: after a multi-threaded call its workers spin for ~0.1 s
+// (OPENBLAS_THREAD_TIMEOUT, read once at load), on a 2-core machine taking a core from
+// every fastops kernel that follows; the frcnn Session's Conv ran 26.9 ms a run with
+// OPENBLAS_NUM_THREADS=1 and 39.8 without.  Measured in fastops/_bench/conv.py.
+#if defined(__AVX2__) && defined(__FMA__)
+constexpr bool kPackedGemm = true;
+#else
+constexpr bool kPackedGemm = false;
+#endif
+constexpr int64_t kCgMR = 6;
+constexpr int64_t kCgNR = 16;
+constexpr int64_t kCgKC = 256;
+constexpr int64_t kCgNC = 256;
+
+inline int64_t gemm_packed_size(int64_t M, int64_t K) {
+  return size_mul((M + kCgMR - 1) / kCgMR * kCgMR, K);
+}
+
+// Where panel mb's values for k in [k0, k0 + kCgKC) start in the packed A (k0 a multiple
+// of kCgKC): the packed A is k0 blocks of all panels, so that a pass over the panels
+// reads one contiguous stretch (a Linear layer's 51 MB weight streams from memory).
+inline int64_t gemm_panel_offset(int64_t M, int64_t K, int64_t mb, int64_t k0) {
+  const int64_t mpad = (M + kCgMR - 1) / kCgMR * kCgMR;
+  return k0 * mpad + mb * kCgMR * std::min(kCgKC, K - k0);
+}
+
+// a (M, K) with element strides (saM, saK) -> packed (gemm_packed_size(M, K)): for each
+// block of kCgKC k, each panel of kCgMR rows, k-major (rows past M are 0).
+inline void gemm_pack(const float* a, int64_t M, int64_t K, int64_t saM, int64_t saK,
+                      float* packed, int nthreads) {
+  const int64_t panels = (M + kCgMR - 1) / kCgMR;
+  const int nt = threads_for(work_product(M, K), nthreads);
+  parallel_for(panels, chunk_for(panels, nt, 2), nt, [&](int64_t lo, int64_t hi, int) {
+    for (int64_t mb = lo; mb < hi; ++mb) {
+      const int64_t m0 = mb * kCgMR;
+      for (int64_t k0 = 0; k0 < K; k0 += kCgKC) {
+        float* dst = packed + gemm_panel_offset(M, K, mb, k0);
+        const int64_t kc = std::min(kCgKC, K - k0);
+        for (int64_t k = 0; k < kc; ++k)
+          for (int64_t r = 0; r < kCgMR; ++r)
+            dst[k * kCgMR + r] = m0 + r < M ? a[(m0 + r) * saM + (k0 + k) * saK] : 0.f;
+      }
+    }
+  });
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+inline __m256 gemm_act(__m256 v, int act) {
+  const __m256 zero = _mm256_setzero_ps();
+  if (act == kActRelu) {  // max(v, 0) gives +0 for -0; NaN lanes keep v
+    return _mm256_blendv_ps(_mm256_max_ps(v, zero), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  if (act == kActHardSwish) {  // max/min(c, t) return t where t is NaN
+    __m256 t = _mm256_mul_ps(v, _mm256_set1_ps(static_cast<float>(1.0 / 6.0)));
+    t = _mm256_add_ps(t, _mm256_set1_ps(0.5f));
+    t = _mm256_min_ps(_mm256_set1_ps(1.f), _mm256_max_ps(zero, t));
+    return _mm256_mul_ps(v, t);
+  }
+  return v;
+}
+
+struct GemmEpilogue {
+  const float* row_bias;  // [m] or null
+  const float* col_bias;  // [p] or null
+  int act;
+};
+
+// One kCgMR x kCgNR block over kc values of k (Wide = false: its first 8 columns only,
+// for a last strip of at most 8: P = 130 or 150 would otherwise compute 7-11 % of
+// padding): c (row stride ldc) gets the sums (first pass) or adds them; the last pass
+// adds the biases (row, then column) and applies the activation.  Rows past mr and
+// columns past nr come from zero padding, not stored.
+template <bool Wide>
+inline void gemm_block(const float* ap, const float* b, int64_t ldb, int64_t kc, float* c,
+                       int64_t ldc, int64_t mr, int64_t nr, const GemmEpilogue& ep,
+                       bool first, bool last) {
+  static_assert(kCgMR == 6 && kCgNR == 16, "the accumulators below are 6 x 2 vectors");
+  // Named accumulators: GCC 12 kept an __m256[6][2] array on the stack inside the k loop
+  // (a store per FMA, 3x slower) when this function was inlined into the work loop.
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+         c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m256 b0 = _mm256_loadu_ps(b + k * ldb);
+    const __m256 b1 = Wide ? _mm256_loadu_ps(b + k * ldb + 8) : b0;
+    const float* a = ap + k * kCgMR;
+    __m256 av = _mm256_broadcast_ss(a);
+    c00 = _mm256_fmadd_ps(av, b0, c00);
+    if (Wide) c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(av, b0, c10);
+    if (Wide) c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(av, b0, c20);
+    if (Wide) c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(av, b0, c30);
+    if (Wide) c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(av, b0, c40);
+    if (Wide) c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(av, b0, c50);
+    if (Wide) c51 = _mm256_fmadd_ps(av, b1, c51);
+  }
+  alignas(32) float sums[kCgMR * kCgNR];
+  const __m256 acc[kCgMR * 2] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+  for (int i = 0; i < kCgMR * 2; ++i) _mm256_store_ps(sums + i * 8, acc[i]);
+  for (int64_t r = 0; r < mr; ++r) {
+    float* cr = c + r * ldc;
+    if (nr == kCgNR) {
+      __m256 v0 = _mm256_load_ps(sums + r * kCgNR), v1 = _mm256_load_ps(sums + r * kCgNR + 8);
+      if (!first) {
+        v0 = _mm256_add_ps(_mm256_loadu_ps(cr), v0);
+        v1 = _mm256_add_ps(_mm256_loadu_ps(cr + 8), v1);
+      }
+      if (last) {
+        if (ep.row_bias) {
+          const __m256 bv = _mm256_set1_ps(ep.row_bias[r]);
+          v0 = _mm256_add_ps(v0, bv);
+          v1 = _mm256_add_ps(v1, bv);
+        }
+        if (ep.col_bias) {
+          v0 = _mm256_add_ps(v0, _mm256_loadu_ps(ep.col_bias));
+          v1 = _mm256_add_ps(v1, _mm256_loadu_ps(ep.col_bias + 8));
+        }
+        v0 = gemm_act(v0, ep.act);
+        v1 = gemm_act(v1, ep.act);
+      }
+      _mm256_storeu_ps(cr, v0);
+      _mm256_storeu_ps(cr + 8, v1);
+    } else {
+      for (int64_t j = 0; j < nr; ++j) {
+        float v = sums[r * kCgNR + j];
+        if (!first) v = cr[j] + v;
+        if (last) {
+          if (ep.row_bias) v = v + ep.row_bias[r];
+          if (ep.col_bias) v = v + ep.col_bias[j];
+          v = conv_act(v, ep.act);
+        }
+        cr[j] = v;
+      }
+    }
+  }
+}
+#endif
+
+// packed: gemm_pack(A (M, K)); b (N, K, P): image n at b + n * sbn, element (k, p) at
+// + k * ldb + p, or with b_trans at + p * ldb + k (Gemm's input rows); out (N, M, P)
+// contiguous; row_bias (M,) and col_bias (P,) contiguous or null; act a ConvAct.
+inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* b,
+                        int64_t N, int64_t sbn, int64_t ldb, bool b_trans, int64_t P,
+                        const float* row_bias, const float* col_bias, int act, float* out,
+                        int nthreads) {
+  if (K == 0) {  // no products: the sums are 0
+    for (int64_t i = 0; i < N * M; ++i)
+      for (int64_t p = 0; p < P; ++p)
+        out[i * P + p] = conv_act((row_bias ? row_bias[i % M] : 0.f) +
+                                      (col_bias ? col_bias[p] : 0.f), act);
+    return;
+  }
+#if defined(__AVX2__) && defined(__FMA__)
+  const int64_t panels = (M + kCgMR - 1) / kCgMR;
+  const int64_t cblocks = (P + kCgNC - 1) / kCgNC;
+  const int nt = threads_for(work_product(work_product(N * M, P), K), nthreads);
+  // An item per thread at least: split the panels only where images x column blocks
+  // are fewer (each run packs the B blocks again: on the box head's 150 x 12544 input,
+  // 4 runs cost 2.5 ms more than 2).
+  const int64_t want = nt;
+  const int64_t runs = std::min(panels, std::max<int64_t>(1, (want + N * cblocks - 1) /
+                                                                 (N * cblocks)));
+  const int64_t per = (panels + runs - 1) / runs;
+  const int64_t kc_max = std::min(K, kCgKC);
+  const int64_t nc_max = std::min((P + kCgNR - 1) / kCgNR * kCgNR, kCgNC);
+  const int64_t scratch = size_mul(kc_max, nc_max);
+  std::vector<float> bpacks(static_cast<size_t>(size_mul(scratch, nt)));
+  parallel_for(N * cblocks * runs, 1, nt, [&](int64_t lo, int64_t hi, int slot) {
+    float* bpack = bpacks.data() + slot * scratch;
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t run = item % runs, cb = (item / runs) % cblocks,
+                    n = item / runs / cblocks;
+      const int64_t mb0 = run * per, mb1 = std::min(panels, mb0 + per);
+      const int64_t j0 = cb * kCgNC, nc = std::min(P, j0 + kCgNC) - j0;
+      for (int64_t k0 = 0; k0 < K; k0 += kCgKC) {
+        const int64_t kc = std::min(kCgKC, K - k0);
+        // the B block as strips of kc x kCgNR, zero-padded: each row of a strip in one
+        // cache line (B's own rows are pages apart on large images: a TLB miss per k)
+        for (int64_t j = 0; j < nc; j += kCgNR) {
+          const int64_t w = std::min(kCgNR, nc - j);
+          float* dst = bpack + j * kc;
+          if (b_trans) {  // B (k, p) at b[p * ldb + k]: a row of b per column
+            const float* src = b + n * sbn + (j0 + j) * ldb + k0;
+            for (int64_t q = 0; q < w; ++q)
+              for (int64_t k = 0; k < kc; ++k) dst[k * kCgNR + q] = src[q * ldb + k];
+          } else if (w == kCgNR) {
+            const float* src = b + n * sbn + k0 * ldb + j0 + j;
+            for (int64_t k = 0; k < kc; ++k) {
+              _mm256_storeu_ps(dst + k * kCgNR, _mm256_loadu_ps(src + k * ldb));
+              _mm256_storeu_ps(dst + k * kCgNR + 8, _mm256_loadu_ps(src + k * ldb + 8));
+            }
+            continue;
+          } else {
+            const float* src = b + n * sbn + k0 * ldb + j0 + j;
+            for (int64_t k = 0; k < kc; ++k)
+              for (int64_t q = 0; q < w; ++q) dst[k * kCgNR + q] = src[k * ldb + q];
+          }
+          for (int64_t k = 0; k < kc; ++k)
+            for (int64_t q = w; q < kCgNR; ++q) dst[k * kCgNR + q] = 0.f;
+        }
+        for (int64_t mb = mb0; mb < mb1; ++mb) {
+          const int64_t m = mb * kCgMR, mr = std::min(kCgMR, M - m);
+          const float* ap = packed + gemm_panel_offset(M, K, mb, k0);
+          float* o = out + (n * M + m) * P + j0;
+          for (int64_t j = 0; j < nc; j += kCgNR) {
+            const GemmEpilogue ep{row_bias ? row_bias + m : nullptr,
+                                  col_bias ? col_bias + j0 + j : nullptr, act};
+            const int64_t nr = std::min(kCgNR, nc - j);
+            if (nr > kCgNR / 2)
+              gemm_block<true>(ap, bpack + j * kc, kCgNR, kc, o + j, P, mr, nr, ep, k0 == 0,
+                               k0 + kc >= K);
+            else
+              gemm_block<false>(ap, bpack + j * kc, kCgNR, kc, o + j, P, mr, nr, ep, k0 == 0,
+                                k0 + kc >= K);
+          }
+        }
+      }
+    }
+  });
+#else
+  (void)packed, (void)b, (void)sbn, (void)ldb, (void)b_trans, (void)nthreads;
+#endif
 }
 
 }  // namespace fastops
