@@ -395,3 +395,33 @@ def test_arena_is_per_context():
     finally:
         _pool.restore(previous)
     assert seen == ["default_allocator"]
+
+
+# ------------------------------------------------------------------ im2col kernel
+@pytest.mark.parametrize("geom", [
+    # (H, W, kh, kw, stride_h, stride_w, pad_t, pad_l, pad_b, pad_r, dil_h, dil_w)
+    (10, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+    (17, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),
+    (9, 11, 5, 3, 1, 3, 4, 0, 2, 5, 2, 1),       # rows and columns wholly in the padding
+    (6, 7, 2, 4, 3, 2, 0, 3, 1, 0, 1, 2),
+    (4, 4, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1),        # kernel larger than the image
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_im2col_kernel_matches_windows(geom, dtype):
+    H, W, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw = geom
+    mod = _dispatch.kernel_module("cpu", "deform_conv")
+    rng = np.random.default_rng(H * W)
+    x = rng.standard_normal((2, 3, H, 2 * W)).astype(dtype)[:, :, :, ::2]   # strided
+    xp = np.pad(x, [(0, 0), (0, 0), (pt, pb), (pl, pr)])
+    OH = (H + pt + pb - (kh - 1) * dh - 1) // sh + 1
+    OW = (W + pl + pr - (kw - 1) * dw - 1) // sw + 1
+    want = np.empty((2, 3, kh, kw, OH, OW), dtype)
+    for i in range(kh):
+        for j in range(kw):
+            want[:, :, i, j] = xp[:, :, i * dh:i * dh + (OH - 1) * sh + 1:sh,
+                                  j * dw:j * dw + (OW - 1) * sw + 1:sw]
+    cols = np.full((2, 3 * kh * kw, OH * OW), np.nan, dtype)
+    mod.im2col(x, kh, kw, sh, sw, pt, pl, dh, dw, cols, OH, OW, 2)
+    np.testing.assert_array_equal(cols, want.reshape(2, 3 * kh * kw, OH * OW))
+    with pytest.raises(ValueError, match="cols has shape"):
+        mod.im2col(x, kh, kw, sh, sw, pt, pl, dh, dw, cols[:1], OH, OW, 1)

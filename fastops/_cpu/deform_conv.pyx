@@ -63,6 +63,11 @@ cdef extern from "conv.hpp" namespace "fastops" nogil:
         int64_t swH, int64_t swW, const T* bias, int64_t sb, int64_t stride_h,
         int64_t stride_w, int64_t pad_t, int64_t pad_l, int64_t dil_h, int64_t dil_w,
         T* out, int64_t OH, int64_t OW, int act, int nthreads) except +
+    void c_im2col "fastops::im2col"[T](
+        const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sxN, int64_t sxC,
+        int64_t sxH, int64_t sxW, int64_t KH, int64_t KW, int64_t stride_h,
+        int64_t stride_w, int64_t pad_t, int64_t pad_l, int64_t dil_h, int64_t dil_w,
+        T* cols, int64_t OH, int64_t OW, int nthreads) except +
     cbool kPackedGemm "fastops::kPackedGemm"
     int64_t c_gemm_packed_size "fastops::gemm_packed_size"(int64_t M, int64_t K)
     void c_gemm_pack "fastops::gemm_pack"(
@@ -292,6 +297,31 @@ def depthwise_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] we
             _s(weight.strides[0], isz), _s(weight.strides[2], isz),
             _s(weight.strides[3], isz), bp, sb, stride_h, stride_w, pad_t, pad_l, dil_h,
             dil_w, &out[0, 0, 0, 0], out.shape[2], out.shape[3], act, nthreads)
+
+
+def im2col(const floating[:, :, :, :] x, int64_t kh, int64_t kw, int64_t stride_h,
+           int64_t stride_w, int64_t pad_t, int64_t pad_l, int64_t dil_h, int64_t dil_w,
+           floating[:, :, ::1] cols, int64_t OH, int64_t OW, int nthreads):
+    """cols (N, C * kh * kw, OH * OW) = the im2col matrix of x (N, C, H, W), any
+    element strides (include/conv.hpp)."""
+    cdef Py_ssize_t isz = sizeof(floating)
+    cdef int64_t N = x.shape[0], C = x.shape[1]
+    if kh < 1 or kw < 1 or stride_h < 1 or stride_w < 1 or dil_h < 1 or dil_w < 1 or \
+            OH < 0 or OW < 0:
+        raise ValueError("im2col: kernel, strides and dilations must be >= 1")
+    if cols.shape[0] != N or cols.shape[1] != C * kh * kw or cols.shape[2] != OH * OW:
+        raise ValueError(f"im2col: cols has shape {(cols.shape[0], cols.shape[1], cols.shape[2])}"
+                         f", expected {(N, C * kh * kw, OH * OW)}")
+    if cols.size == 0:
+        return
+    if x.shape[2] == 0 or x.shape[3] == 0:
+        cols[:, :, :] = 0
+        return
+    with nogil:
+        c_im2col(&x[0, 0, 0, 0], N, C, x.shape[2], x.shape[3], _s(x.strides[0], isz),
+                 _s(x.strides[1], isz), _s(x.strides[2], isz), _s(x.strides[3], isz), kh, kw,
+                 stride_h, stride_w, pad_t, pad_l, dil_h, dil_w, &cols[0, 0, 0], OH, OW,
+                 nthreads)
 
 
 def gemm_pack(const float[:, :] a, int nthreads=1):

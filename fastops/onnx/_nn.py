@@ -140,6 +140,11 @@ def _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group, act=None, packed=N
     if pointwise:                                       # no window copy
         xs = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
         cols = xs.reshape(N, C, P)
+    elif native:
+        cols = np.empty((N, C * taps, P), x.dtype)
+        _dispatch.kernel_module("cpu", "deform_conv").im2col(
+            x, kernel_shape[0], kernel_shape[1], strides[0], strides[1], pb[0], pb[1],
+            dils[0], dils[1], cols, out[0], out[1], get_num_threads())
     else:
         win = _windows(xp, _pad_input(xp, x, pb, pe, 0), kernel_shape, strides, dils, out)
         if depthwise:                                   # a sum over the taps

@@ -272,6 +272,54 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
   });
 }
 
+// ------------------------------------------------------------------ im2col
+// cols (N, C * KH * KW, OH * OW) contiguous, row (c, i, j) = x[n][c] sampled at
+// (oy * stride_h - pad_t + i * dil_h, ox * stride_w - pad_l + j * dil_w), 0 outside: the
+// right operand of an im2col convolution.  Per output row, the columns inside the image
+// are one contiguous range (found once per tap), memcpy'd at unit strides; parallel over
+// (image, channel).  frcnn's 256 x 10 x 13 3x3 layer: 0.16 ms (NumPy's strided-window
+// copy 0.27); its RGB stem: 0.28 ms on 2 threads (0.53).
+template <typename T>
+void im2col(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sxN,
+            int64_t sxC, int64_t sxH, int64_t sxW, int64_t KH, int64_t KW, int64_t stride_h,
+            int64_t stride_w, int64_t pad_t, int64_t pad_l, int64_t dil_h, int64_t dil_w,
+            T* cols, int64_t OH, int64_t OW, int nthreads) {
+  const int64_t P = OH * OW, taps = KH * KW;
+  const int nt = threads_for(work_product(N * C * taps, P), nthreads);
+  parallel_for(N * C, 1, nt, [&](int64_t lo, int64_t hi, int) {
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t n = item / C, c = item % C;
+      const T* src = x + n * sxN + c * sxC;
+      T* dst = cols + item * taps * P;
+      for (int64_t i = 0; i < KH; ++i)
+        for (int64_t j = 0; j < KW; ++j, dst += P) {
+          // outputs ox with 0 <= ox * stride_w + off < W
+          const int64_t off = j * dil_w - pad_l;
+          const int64_t ox0 = std::min(OW, off >= 0 ? 0 : (-off + stride_w - 1) / stride_w);
+          const int64_t ox1 = std::max(ox0, std::min(OW, W - off <= 0 ? 0 :
+                                                           (W - off - 1) / stride_w + 1));
+          for (int64_t oy = 0; oy < OH; ++oy) {
+            T* d = dst + oy * OW;
+            const int64_t iy = oy * stride_h - pad_t + i * dil_h;
+            if (iy < 0 || iy >= H) {
+              std::fill(d, d + OW, T(0));
+              continue;
+            }
+            std::fill(d, d + ox0, T(0));
+            const T* s = src + iy * sxH + (ox0 * stride_w + off) * sxW;
+            if (stride_w == 1 && sxW == 1) {
+              std::memcpy(d + ox0, s, sizeof(T) * static_cast<size_t>(ox1 - ox0));
+            } else {
+              const int64_t step = stride_w * sxW;
+              for (int64_t ox = ox0; ox < ox1; ++ox, s += step) d[ox] = *s;
+            }
+            std::fill(d + ox1, d + OW, T(0));
+          }
+        }
+    }
+  });
+}
+
 // ------------------------------------------------------------------ packed GEMM
 // out[n][m][p] = act(sum_k A[m][k] * B[n][k][p] + row_bias[m] + col_bias[p]), the GEMM of
 // Session's Conv (A = the weight (M, C*KH*KW), B = the image (C, H*W) for 1x1, else its
