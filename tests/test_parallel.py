@@ -158,3 +158,28 @@ def test_woken_workers_take_the_callers_affinity_back():
     masks = ast.literal_eval(out.strip().splitlines()[-1])
     assert len(masks) == 1, masks                 # one worker for two threads
     assert set(masks[0]) == cpus, (masks, cpus)
+
+
+def test_per_thread_scratch_never_shares_cache_lines():
+    """Per-thread scratch comes from ThreadScratch (each slot's block on its own 128
+    bytes) or std::vector<Padded<X>>: slot offsets into one packed buffer put two threads'
+    hot data in one cache line (roi_align's 2 threads ran as slow as 1 that way).  This
+    scans the kernels for the packed idiom, so the next kernel cannot bring it back."""
+    import pathlib
+    import re
+    include = pathlib.Path(__file__).resolve().parents[1] / "fastops" / "_cpu" / "include"
+    # a slot/tid times a size, or added to a buffer's start
+    offset = re.compile(r"(\.data\(\)|\.get\(\))\s*\+[^,;()]*\b(tid|slot)\b|"
+                        r"\b(tid|slot)\s*\*")
+    # a vector of one object per thread, or of nt blocks
+    per_thread_vector = re.compile(r"std::vector<[^;]*>\s+\w+\(\s*(static_cast<size_t>\(\s*nt"
+                                   r"\s*\)|nt|size_mul\([^;]*\bnt\s*\))\s*[,)]")
+    bad = []
+    for path in sorted(include.glob("*.hpp")):
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("//")[0]
+            if "Padded<" in code:
+                continue
+            if offset.search(code) or per_thread_vector.search(code):
+                bad.append(f"{path.name}:{no}: {line.strip()}")
+    assert not bad, "per-thread scratch without ThreadScratch/Padded:\n" + "\n".join(bad)

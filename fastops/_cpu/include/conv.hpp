@@ -212,11 +212,10 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
   const int64_t plane_pad = size_mul(HP, RS);
   const int64_t block = kDwVecs * DwVec<T>::lanes;
   const int64_t scratch = size_add(plane_pad, block);  // slack: a block may run past
-  std::vector<T> pads(static_cast<size_t>(size_mul(scratch, nt)));  // slack stays 0
-  std::vector<T> weights(static_cast<size_t>(size_mul(taps, nt)));
+  ThreadScratch<T> pads(scratch, nt), weights(taps, nt);  // zeroed: the slack stays 0
   parallel_for(planes, 1, nt, [&](int64_t lo, int64_t hi, int tid) {
-    T* pp = pads.data() + tid * scratch;
-    T* wt = weights.data() + tid * taps;
+    T* pp = pads(tid);
+    T* wt = weights(tid);
     typename DwVec<T>::type acc[kDwVecs];
     std::fill(pp, pp + plane_pad, T(0));  // the padding stays 0 for every plane
     for (int64_t item = lo; item < hi; ++item) {
@@ -503,9 +502,9 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
   const int64_t kc_max = std::min(K, kCgKC);
   const int64_t nc_max = std::min((P + kCgNR - 1) / kCgNR * kCgNR, kCgNC);
   const int64_t scratch = size_mul(kc_max, nc_max);
-  std::vector<float> bpacks(static_cast<size_t>(size_mul(scratch, nt)));
+  ThreadScratch<float> bpacks(scratch, nt);
   parallel_for(N * cblocks * runs, 1, nt, [&](int64_t lo, int64_t hi, int slot) {
-    float* bpack = bpacks.data() + slot * scratch;
+    float* bpack = bpacks(slot);
     for (int64_t item = lo; item < hi; ++item) {
       const int64_t run = item % runs, cb = (item / runs) % cblocks,
                     n = item / runs / cblocks;

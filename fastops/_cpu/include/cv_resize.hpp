@@ -776,13 +776,13 @@ void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t*
                              nthreads);
   const int64_t stripe = stripe_rows(dh, nt);
   const int64_t stripes = (dh + stripe - 1) / stripe;
-  const size_t slot = static_cast<size_t>(Lout + kSlack);
-  const size_t per = slot * static_cast<size_t>(K);
-  std::vector<HT> scratch(per * static_cast<size_t>(nt), HT(0));
-  std::vector<int64_t> tags(static_cast<size_t>(nt) * static_cast<size_t>(K));
+  const size_t row_len = static_cast<size_t>(Lout + kSlack);
+  const size_t per = row_len * static_cast<size_t>(K);
+  ThreadScratch<HT> scratch(static_cast<int64_t>(per), nt);
+  ThreadScratch<int64_t> tags(K, nt);
   parallel_for(stripes, 1, nt, [&](int64_t s_lo, int64_t s_hi, int tid) {
-    HT* ring = scratch.data() + per * static_cast<size_t>(tid);
-    int64_t* tag = tags.data() + static_cast<size_t>(tid) * static_cast<size_t>(K);
+    HT* ring = scratch(tid);
+    int64_t* tag = tags(tid);
     const HT* rp[8];
     for (int64_t s = s_lo; s < s_hi; ++s) {
       for (int k = 0; k < K; ++k) tag[k] = -1;
@@ -791,7 +791,7 @@ void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t*
         for (int k = 0; k < K; ++k) {
           const int64_t y = clamp_idx(yrows[yo * K + k], x.H);
           const int64_t sl = y % K;
-          HT* hr = ring + static_cast<size_t>(sl) * slot;
+          HT* hr = ring + static_cast<size_t>(sl) * row_len;
           if (tag[sl] != y) {
             hrow(x.row(y), hr);
             tag[sl] = y;
@@ -1302,9 +1302,9 @@ inline void area_fast_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int6
   const bool avx2 = rsk::use_avx2();
   const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads);
   const size_t per = static_cast<size_t>(used + kSlack);
-  std::vector<int32_t> scratch(int2x2 ? 0 : per * static_cast<size_t>(nt), 0);
+  ThreadScratch<int32_t> scratch(int2x2 ? 0 : static_cast<int64_t>(per), nt);
   parallel_for(dh, chunk_for(dh, nt), nt, [&](int64_t dy_lo, int64_t dy_hi, int tid) {
-    int32_t* vs = int2x2 ? nullptr : scratch.data() + per * static_cast<size_t>(tid);
+    int32_t* vs = int2x2 ? nullptr : scratch(tid);
     for (int64_t dy = dy_lo; dy < dy_hi; ++dy) {
       uint8_t* D = out + dy * Lout;
       const int64_t sy0 = dy * isy;
@@ -1546,10 +1546,10 @@ void cv_area(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, const int6
       rsk::work(double(Lout) * (double(h) * double(Kx) * 2 + double(dh) * double(R))), nthreads);
   const int64_t stripe = stripe_rows(dh, nt);
   const int64_t stripes = (dh + stripe - 1) / stripe;
-  const size_t slot = static_cast<size_t>(Lout + kSlack);
-  const size_t per = slot * static_cast<size_t>(R + 1) + static_cast<size_t>(Lin + kSlack);
-  std::vector<float> scratch(per * static_cast<size_t>(nt), 0.f);
-  std::vector<int64_t> tags(static_cast<size_t>(nt) * static_cast<size_t>(R));
+  const size_t row_len = static_cast<size_t>(Lout + kSlack);
+  const size_t per = row_len * static_cast<size_t>(R + 1) + static_cast<size_t>(Lin + kSlack);
+  ThreadScratch<float> scratch(static_cast<int64_t>(per), nt);
+  ThreadScratch<int64_t> tags(R, nt);
   // pixels whose taps are all inside [0, w - 1] (always, by construction; checked)
   std::vector<int64_t> fxc(static_cast<size_t>(dw)), cxc(static_cast<size_t>(dw));
   for (int64_t d = 0; d < dw; ++d) {
@@ -1558,10 +1558,10 @@ void cv_area(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, const int6
     cxc[d] = std::max<int64_t>(0, std::min(std::min(cx[d], Kx), w - f));
   }
   parallel_for(stripes, 1, nt, [&](int64_t s_lo, int64_t s_hi, int tid) {
-    float* ring = scratch.data() + per * static_cast<size_t>(tid);
-    float* acc = ring + slot * static_cast<size_t>(R);
-    float* srcf = acc + slot;
-    int64_t* tag = tags.data() + static_cast<size_t>(tid) * static_cast<size_t>(R);
+    float* ring = scratch(tid);
+    float* acc = ring + row_len * static_cast<size_t>(R);
+    float* srcf = acc + row_len;
+    int64_t* tag = tags(tid);
     for (int64_t s = s_lo; s < s_hi; ++s) {
       for (int64_t k = 0; k < R; ++k) tag[k] = -1;
       const int64_t y0 = s * stripe, y1 = std::min(dh, y0 + stripe);
@@ -1571,7 +1571,7 @@ void cv_area(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, const int6
         for (int64_t k = 0; k < cnt; ++k) {
           const int64_t y = f + k;
           const int64_t sl = y % R;
-          float* buf = ring + static_cast<size_t>(sl) * slot;
+          float* buf = ring + static_cast<size_t>(sl) * row_len;
           if (tag[sl] != y) {
             // the source row in float (exact for 8/16-bit values), then the taps
             to_float(img.row(y), Lin, srcf);

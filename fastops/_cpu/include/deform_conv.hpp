@@ -344,11 +344,10 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
   // (uninitialized: every element is written before it is read)
   std::unique_ptr<T[]> xt(new T[static_cast<size_t>(size_mul(chunk, img))]);
   const int64_t plan_n = size_mul(size_mul(DG, K), P);
-  std::unique_ptr<DcnSample<T>[]> plans(
-      new DcnSample<T>[static_cast<size_t>(size_mul(plan_n, nt))]);
-  std::unique_ptr<T[]> cols(new T[static_cast<size_t>(size_mul(size_mul(P, KCg), nt))]);
+  ThreadScratch<DcnSample<T>> plans(plan_n, nt, false);
+  ThreadScratch<T> cols(size_mul(P, KCg), nt, false);
   const int64_t pack_n = blas ? 0 : size_mul(KCg, kGemmNR);   // builtin GEMM's B panel
-  std::unique_ptr<T[]> packs(new T[static_cast<size_t>(size_mul(pack_n, nt))]);
+  ThreadScratch<T> packs(pack_n, nt, false);
 
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t nb = std::min(chunk, N - n0);
@@ -378,9 +377,9 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
     });
     // 3. per (image, tile) item, once the chunk's copy is complete
     parallel_for(nb * tiles, 1, nt, [&](int64_t item_lo, int64_t item_hi, int tid) {
-      DcnSample<T>* plan = plans.get() + tid * plan_n;
-      T* col = cols.get() + tid * P * KCg;
-      T* pack = packs.get() + tid * pack_n;
+      DcnSample<T>* plan = plans(tid);
+      T* col = cols(tid);
+      T* pack = packs(tid);
       for (int64_t item = item_lo; item < item_hi; ++item) {
         const int64_t nl = item / tiles;
         const int64_t n = n0 + nl;

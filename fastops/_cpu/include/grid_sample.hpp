@@ -728,17 +728,14 @@ void run(const Tin* x, const Shape& s, Tin* out, int64_t taps, int nthreads, Pla
   const int64_t span = one_pass ? std::min(chunk, kGsWin) : chunk;  // points per plan
   const int64_t nwin = (span + kGsWin - 1) / kGsWin;
   // every thread's scratch, allocated here: nothing allocates inside the parallel region
-  const size_t snt = static_cast<size_t>(nt), sch = static_cast<size_t>(span);
-  std::vector<In> ins(snt * sch);
-  std::vector<Out> outs(snt * sch);
-  std::vector<int64_t> wins(snt * 2 * static_cast<size_t>(nwin + 1));
+  ThreadScratch<In> ins(span, nt);
+  ThreadScratch<Out> outs(span, nt);
+  ThreadScratch<int64_t> wins(2 * (nwin + 1), nt);
   const Steps st{s.sW, s.sH, s.sD};
   static_assert(kGsCB == 4, "apply_window's switch covers passes of 1 to 4 channels");
 
   parallel_for(items, 1, nt, [&](int64_t item_lo, int64_t item_hi, int t) {
-    Split<In, Out> sp{ins.data() + t * span, outs.data() + t * span,
-                      wins.data() + t * 2 * (nwin + 1), wins.data() + (t * 2 + 1) * (nwin + 1),
-                      0, 0};
+    Split<In, Out> sp{ins(t), outs(t), wins(t), wins(t) + (nwin + 1), 0, 0};
     // channels [c, c + cb) of window w of the current plan, cb = min(kGsCB, C - c) (xn:
     // image n's input; on: its outputs from the plan's first point, which entries' p count
     // from)

@@ -337,9 +337,9 @@ void nms_onnx(const T* boxes, int64_t B, int64_t N, int64_t sb0, int64_t sb1, in
     return;
   }
   const int nt = threads_for(P * N * 16, nthreads);
-  std::vector<Scratch<T>> scratch(static_cast<size_t>(nt));  // sort and sweep, per thread
+  std::vector<Padded<Scratch<T>>> scratch(static_cast<size_t>(nt));  // sort and sweep
   parallel_for(P, 1, nt, [&](int64_t p_lo, int64_t p_hi, int slot) {
-    Scratch<T>& w = scratch[slot];
+    Scratch<T>& w = scratch[slot].v;
     for (int64_t p = p_lo; p < p_hi; ++p) {
       const int64_t bi = p / C, c = p % C;
       int64_t m = sorted_candidates(scores + bi * ss0 + c * ss1, N, ss2, has_sthr, sthr, w);
@@ -391,11 +391,11 @@ int64_t nms_batched(const T* boxes, int64_t N, int64_t sb1, int64_t sb2, const T
     }
   } else {
     const int nt = threads_for(m * 16, nthreads);
-    std::vector<Kept<T>> kept(static_cast<size_t>(nt));  // per thread, grown while it runs
+    std::vector<Padded<Kept<T>>> kept(static_cast<size_t>(nt));  // grown while it runs
     parallel_for(G, 1, nt, [&](int64_t g_lo, int64_t g_hi, int slot) {
       for (int64_t g = g_lo; g < g_hi; ++g) {
         int64_t cnt = greedy(bx, order.data() + seg[g], seg[g + 1] - seg[g], unlimited,
-                             iou_thr, T(0), kept[slot], out.data() + seg[g]);
+                             iou_thr, T(0), kept[slot].v, out.data() + seg[g]);
         flag(g, cnt);
       }
     });

@@ -150,9 +150,9 @@ void instance_norm(const T* x, int64_t N, int64_t C, int64_t L, int64_t sN, int6
   const bool stream = P * L >= kNormStreamBytes / static_cast<int64_t>(sizeof(T));
   if (P >= nt) {
     // fused: statistics then output while the plane is in cache; scratch per thread
-    std::vector<NormSums> scratch(static_cast<size_t>(size_mul(nt, nchunks)));
+    ThreadScratch<NormSums> scratch(nchunks, nt);
     parallel_for(P, chunk_for(P, nt), nt, [&](int64_t p0, int64_t p1, int slot) {
-      NormSums* part = scratch.data() + slot * nchunks;
+      NormSums* part = scratch(slot);
       for (int64_t p = p0; p < p1; ++p) {
         const T* xp = plane(p);
         const double x0 = static_cast<double>(xp[0]);

@@ -983,13 +983,13 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
     const size_t hsz = static_cast<size_t>(Lout + kSlack);
     const bool need_h = !w_id && !same;  // a W row before the final store
     const size_t per = vsz + (need_h ? hsz : 0);
-    std::vector<W> scratch(static_cast<size_t>(nt) * per, W(0));
-    std::vector<const T*> rowp(static_cast<size_t>(nt) * static_cast<size_t>(th.K));
+    ThreadScratch<W> scratch(static_cast<int64_t>(per), nt);
+    ThreadScratch<const T*> rowp(th.K, nt);
     const int64_t chunk = std::max<int64_t>(1, rows_out / (16 * nt));
     parallel_for(rows_out, chunk, nt, [&](int64_t r_lo, int64_t r_hi, int tid) {
-      W* vbuf = scratch.data() + static_cast<size_t>(tid) * per;
+      W* vbuf = scratch(tid);
       W* hbuf = vbuf + vsz;
-      const T** rp = rowp.data() + static_cast<size_t>(tid) * static_cast<size_t>(th.K);
+      const T** rp = rowp(tid);
       for (int64_t r = r_lo; r < r_hi; ++r) {
         const int64_t m = r % M, yo = (r / M) % Ho, b = r / (M * Ho);
         const int64_t cnt = th.count[yo], f = th.first[yo];
@@ -1021,10 +1021,10 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
         nthreads);
     const size_t lsz = h_direct ? 0 : static_cast<size_t>(Lin + kSlack);
     const size_t hsz = same ? 0 : static_cast<size_t>(Lout + kSlack);
-    std::vector<W> scratch(static_cast<size_t>(nt) * (lsz + hsz), W(0));
+    ThreadScratch<W> scratch(static_cast<int64_t>(lsz + hsz), nt);
     const int64_t chunk = std::max<int64_t>(1, rows_out / (16 * nt));
     parallel_for(rows_out, chunk, nt, [&](int64_t r_lo, int64_t r_hi, int tid) {
-      W* lbuf = scratch.data() + static_cast<size_t>(tid) * (lsz + hsz);
+      W* lbuf = scratch(tid);
       W* hbuf = lbuf + lsz;
       for (int64_t r = r_lo; r < r_hi; ++r) {
         const int64_t m = r % M, yo = (r / M) % Ho, b = r / (M * Ho);
@@ -1063,18 +1063,18 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
   const int64_t stripes = (Ho + stripe - 1) / stripe;
   const size_t lsz = h_direct ? 0 : static_cast<size_t>(Lin + kSlack);
   const size_t osz = same ? 0 : static_cast<size_t>(Lout);
-  const size_t slot = static_cast<size_t>(Lout + kSlack);
-  const size_t rsz = static_cast<size_t>(R) * slot;
+  const size_t row_len = static_cast<size_t>(Lout + kSlack);
+  const size_t rsz = static_cast<size_t>(R) * row_len;
   const size_t per = rsz + lsz + osz;
-  std::vector<W> scratch(static_cast<size_t>(nt) * per, W(0));
-  std::vector<int64_t> tags(static_cast<size_t>(nt) * static_cast<size_t>(R));
-  std::vector<const W*> rowp(static_cast<size_t>(nt) * static_cast<size_t>(R));
+  ThreadScratch<W> scratch(static_cast<int64_t>(per), nt);
+  ThreadScratch<int64_t> tags(R, nt);
+  ThreadScratch<const W*> rowp(R, nt);
   parallel_for(planes * stripes, 1, nt, [&](int64_t item_lo, int64_t item_hi, int tid) {
-    W* ring = scratch.data() + static_cast<size_t>(tid) * per;
+    W* ring = scratch(tid);
     W* lbuf = ring + rsz;
     W* obuf = lbuf + lsz;
-    int64_t* tag = tags.data() + static_cast<size_t>(tid) * static_cast<size_t>(R);
-    const W** rp = rowp.data() + static_cast<size_t>(tid) * static_cast<size_t>(R);
+    int64_t* tag = tags(tid);
+    const W** rp = rowp(tid);
     for (int64_t item = item_lo; item < item_hi; ++item) {
       const int64_t plane = item / stripes, s = item % stripes;
       const int64_t b = plane / M, m = plane % M;
@@ -1085,7 +1085,7 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
         for (int64_t k = 0; k < cnt; ++k) {
           const int64_t y = f + k;
           const int64_t sl = y % R;
-          W* hr = ring + sl * slot;
+          W* hr = ring + sl * row_len;
           if (tag[sl] != y) {
             const T* src = x.row(b, y, m);
             const W* sp;

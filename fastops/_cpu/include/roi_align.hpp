@@ -359,13 +359,12 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
     for (int64_t n = 0; n < N; ++n)
       if (start[n + 1] > start[n]) used.push_back(n);
     const int64_t plane = H * W * kRoiLanes;
-    std::vector<T> slab_all(static_cast<size_t>(size_mul(nt, plane)));
-    std::vector<T> acc_all(static_cast<size_t>(size_mul(nt, kRoiLanes * PW)));
-    std::vector<unsigned char> started_all(static_cast<size_t>(size_mul(nt, PW)));
+    ThreadScratch<T> slab_all(plane, nt), acc_all(kRoiLanes * PW, nt);
+    ThreadScratch<unsigned char> started_all(PW, nt);
     parallel_for(images * lane_blocks, 1, nt, [&](int64_t item_lo, int64_t item_hi, int tid) {
-      T* slab = slab_all.data() + tid * plane;
-      T* acc = acc_all.data() + tid * kRoiLanes * PW;
-      unsigned char* started = started_all.data() + tid * PW;
+      T* slab = slab_all(tid);
+      T* acc = acc_all(tid);
+      unsigned char* started = started_all(tid);
       for (int64_t item = item_lo; item < item_hi; ++item) {
         const int64_t n = used[item / lane_blocks], c0 = (item % lane_blocks) * kRoiLanes;
         const int64_t nc = std::min<int64_t>(kRoiLanes, C - c0);
@@ -398,11 +397,11 @@ void roi_align_mode(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int6
   //    of the chunk, so they stay in L2 instead of streaming all C planes per RoI.
   //    Per-thread scratch is allocated here, outside the parallel region.
   const int64_t cblocks = (C + kRoiCB - 1) / kRoiCB;
-  std::vector<T> acc_all(static_cast<size_t>(size_mul(nt, kRoiCB * PW)));
-  std::vector<unsigned char> started_all(static_cast<size_t>(size_mul(nt, PW)));
+  ThreadScratch<T> acc_all(kRoiCB * PW, nt);
+  ThreadScratch<unsigned char> started_all(PW, nt);
   parallel_for(nchunks * cblocks, 1, nt, [&](int64_t item_lo, int64_t item_hi, int tid) {
-    T* acc = acc_all.data() + tid * kRoiCB * PW;
-    unsigned char* started = started_all.data() + tid * PW;
+    T* acc = acc_all(tid);
+    unsigned char* started = started_all(tid);
     for (int64_t item = item_lo; item < item_hi; ++item) {
       const int64_t ch = item / cblocks, c0 = (item % cblocks) * kRoiCB;
       const int64_t nc = std::min<int64_t>(kRoiCB, C - c0);

@@ -500,14 +500,14 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
       const int64_t len = (n + chunks - 1) / chunks;
       std::vector<Entry<T>> cand(static_cast<size_t>(chunks) * k);
       std::vector<int64_t> got(chunks, 0);
-      std::vector<SelectScratch<T>> scratches(static_cast<size_t>(chunks));
+      std::vector<Padded<SelectScratch<T>>> scratches(static_cast<size_t>(chunks));
       parallel_for(chunks, 1, chunks, [&](int64_t c0, int64_t c1, int slot) {
         for (int64_t c = c0; c < c1; ++c) {
           int64_t b = c * len, e = std::min(n, b + len);
           int64_t m = e - b, kk = std::min(k, m);
           if (m > 0) {
             StridedRow<T> get{row + b * s_n, s_n, b};
-            select_k<T, Largest>(get, m, kk, false, cand.data() + c * k, scratches[slot]);
+            select_k<T, Largest>(get, m, kk, false, cand.data() + c * k, scratches[slot].v);
           }
           got[c] = m > 0 ? kk : 0;
         }
@@ -526,10 +526,10 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
   }
   const int nt = threads_for(work_product(rows, n), nthreads);
   // per-thread heaps and partition scratch (allocated by the thread that uses them)
-  std::vector<std::vector<Entry<T>>> bests(static_cast<size_t>(nt));
-  std::vector<SelectScratch<T>> scratches(bests.size());
+  std::vector<Padded<std::vector<Entry<T>>>> bests(static_cast<size_t>(nt));
+  std::vector<Padded<SelectScratch<T>>> scratches(bests.size());
   parallel_for(rows, chunk_for(rows, nt), nt, [&](int64_t r0, int64_t r1, int slot) {
-    std::vector<Entry<T>>& best = bests[slot];
+    std::vector<Entry<T>>& best = bests[slot].v;
     best.resize(static_cast<size_t>(k));
     // (o, j) of row r counted along: two 64-bit divisions per row cost as much as
     // scanning a row of 20 elements
@@ -537,7 +537,7 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
     for (int64_t r = r0; r < r1; ++r) {
       const T* row = x + o * s_outer + j * s_inner;
       select_k<T, Largest>(StridedRow<T>{row, s_n, 0}, n, k, sorted, best.data(),
-                           scratches[slot]);
+                           scratches[slot].v);
       emit(o, j, best.data());
       if (++j == inner) {
         j = 0;
