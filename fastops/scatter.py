@@ -149,11 +149,18 @@ def _new_copy(xp, data):
 
 
 # -------------------------------------------------------------- ScatterElements
-def _scatter_elements(op, data, indices, updates, axis, reduction):
-    done = _dispatch.fast_path("scatter", "fast_scatter_elements", data, indices, updates,
-                               axis, reduction, _REDUCTIONS)
-    if done is not None:
-        return done
+def _scatter_elements(op, data, indices, updates, axis, reduction, in_place=False):
+    """in_place: write into ``data`` when it is a C-contiguous writeable NumPy array of
+    the kernel's dtype (fastops.onnx.Session, for a value no other node reads); else a
+    copy as always."""
+    if in_place and not (isinstance(data, np.ndarray) and data.flags.c_contiguous and
+                         data.flags.writeable):
+        in_place = False
+    if not in_place:
+        done = _dispatch.fast_path("scatter", "fast_scatter_elements", data, indices,
+                                   updates, axis, reduction, _REDUCTIONS)
+        if done is not None:
+            return done
     be, (data, indices, updates) = _dispatch.prepare(op, data=data, indices=indices,
                                                      updates=updates)
     xp = be.xp
@@ -175,15 +182,18 @@ def _scatter_elements(op, data, indices, updates, axis, reduction):
             raise ValueError(f"{op}: indices.shape[{d}]={indices.shape[d]} is larger than "
                              f"data.shape[{d}]={data.shape[d]} (only the axis={ax} "
                              f"dimension may differ freely)")
-    if indices.size == 0:
-        return be.wrap(_new_copy(xp, data))
     kdt, cdt, kred = _kernel_types(data.dtype, red)
+    in_place = in_place and xp is np and data.dtype == cdt
+    if indices.size == 0:
+        return be.wrap(data if in_place else _new_copy(xp, data))
     src = data.astype(cdt) if data.dtype != cdt else data
-    out = be.empty(data.shape, cdt)
+    out = data if in_place else be.empty(data.shape, cdt)
     n_axis = int(data.shape[ax])
     if out.size == 0:   # then n_axis == 0 (the other dims bound indices), all are bad
         _raise_bad(op, 0, indices, n_axis, f"axis {ax} of data")
-    if src.flags.c_contiguous:
+    if in_place:
+        src_flat = None     # out holds data already
+    elif src.flags.c_contiguous:
         src_flat = src.reshape(-1).view(kdt)
     else:
         out[...] = src

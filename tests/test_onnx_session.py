@@ -609,3 +609,91 @@ def test_profile():
     s = fo.Session(_add_model())
     p = s.profile({"x": np.ones((2, 3), np.float32)}, repeat=3)
     assert "Add" in p and p["total"] >= p["Add"] >= 0
+
+
+# ------------------------------------------------------------------ donated inputs
+def _scatter_chain(shape_const, reduction="none", expose=None):
+    """zeros = ConstantOfShape(shape); a = ScatterElements(zeros, i, u); b = (a, j, w)
+    with j, w empty; shape from an input (run time) or an initializer (folded)."""
+    from onnx import TensorProto
+    F, I = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["zeros"],
+                              value=helper.make_tensor("v", F, [1], [0.0])),
+             helper.make_node("ScatterElements", ["zeros", "i", "u"], ["a"], axis=0,
+                              reduction=reduction),
+             helper.make_node("ScatterElements", ["a", "j", "w"], ["b"], axis=0)]
+    ins = [helper.make_tensor_value_info(n, t, None)
+           for n, t in (("i", I), ("u", F), ("j", I), ("w", F))]
+    inits = []
+    if shape_const:
+        inits.append(helper.make_tensor("shape", I, [2], [4, 3]))
+    else:
+        ins.append(helper.make_tensor_value_info("shape", I, None))
+    outs = [helper.make_tensor_value_info("b", F, None)]
+    if expose:
+        outs.append(helper.make_tensor_value_info(expose, F, None))
+    g = helper.make_graph(nodes, "g", ins, outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    return m
+
+
+def _scatter_feeds(shape_const):
+    feeds = {"i": np.array([[1, 0, 3], [1, 2, 0]], np.int64),
+             "u": np.arange(6, dtype=np.float32).reshape(2, 3) + 1,
+             "j": np.zeros((0, 3), np.int64), "w": np.zeros((0, 3), np.float32)}
+    if not shape_const:
+        feeds["shape"] = np.array([4, 3], np.int64)
+    return feeds
+
+
+@pytest.mark.parametrize("shape_const", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "add"])
+def test_scatter_into_a_fresh_value_runs_in_place_and_stays_right(shape_const, reduction):
+    """Run-time zeros are donated to the scatter (then its output to the next); folded
+    zeros are a load-time constant and must not be: with "add", a constant updated in
+    place would make the second run differ from the first."""
+    m = _scatter_chain(shape_const, reduction)
+    s = fo.Session(m.SerializeToString())
+    feeds = _scatter_feeds(shape_const)
+    want = np.zeros((4, 3), np.float32)
+    for (r, c), v in zip([(1, 0), (0, 1), (3, 2), (1, 0), (2, 1), (0, 2)], range(1, 7)):
+        want[r, c] = want[r, c] + v if reduction == "add" else v
+    first = s.run(None, feeds)[0]
+    second = s.run(None, feeds)[0]
+    np.testing.assert_array_equal(first, want)
+    np.testing.assert_array_equal(second, want)
+    assert first is not second
+
+
+def test_donation_rules():
+    from fastops.onnx._compile import _donations
+    m = _scatter_chain(False)
+    nodes = list(m.graph.node)
+    got = _donations(nodes, {"b"})
+    assert got == {id(nodes[1]): (0,), id(nodes[2]): (0,)}
+    # a graph output is never donated (the user holds it)
+    assert _donations(nodes, {"b", "a"}) == {id(nodes[1]): (0,)}
+    # nor a value another node reads
+    extra = helper.make_node("Identity", ["zeros"], ["z2"])
+    assert _donations(nodes + [extra], {"b"}) == {id(nodes[2]): (0,)}
+    # nor a graph input or a value of an op whose output may be a view (Reshape)
+    scat = helper.make_node("ScatterElements", ["x", "i", "u"], ["y"])
+    assert _donations([scat], {"y"}) == {}
+    rs = helper.make_node("Reshape", ["x", "s"], ["r"])
+    scat2 = helper.make_node("ScatterElements", ["r", "i", "u"], ["y"])
+    assert _donations([rs, scat2], {"y"}) == {}
+    # nor data that is also the updates
+    same = helper.make_node("ScatterElements", ["zeros", "i", "zeros"], ["y"])
+    assert _donations([nodes[0], same], {"y"}) == {}
+
+
+def test_donated_value_exposed_as_output_is_not_overwritten():
+    """'a' is also a graph output: the second scatter must copy it."""
+    m = _scatter_chain(False, expose="a")
+    s = fo.Session(m.SerializeToString())
+    feeds = _scatter_feeds(False)
+    feeds["j"] = np.array([[0, 0, 0]], np.int64)
+    feeds["w"] = np.full((1, 3), 9, np.float32)
+    b, a = s.run(None, feeds)
+    assert not (a == 9).any() and (b[0] == 9).all()

@@ -185,15 +185,15 @@ class Compiler:
                              f"(opset_import)")
         return self.opsets[d]
 
-    def build_node(self, node, where_graph, consts=None, epilogue=None):
+    def build_node(self, node, where_graph, consts=None, epilogue=None, donated=frozenset()):
         """(callable, multi, used_fallback) for one NodeProto; ``consts``: position ->
         value of its load-time constant inputs; ``epilogue``: a fused consumer's op
-        type (EPILOGUES)."""
+        type (EPILOGUES); ``donated``: input positions it may overwrite (DONATING)."""
         domain = canonical_domain(node.domain)
         attrs = {a.name: parse_attribute(a) for a in node.attribute}
         n = NodeDef(node.op_type, domain, self.version(node.domain), attrs, node.input,
                     node.output, self.xp, node.name, node, node_captures(node), self,
-                    consts, epilogue)
+                    consts, epilogue, donated)
         entry = KERNELS.get((domain, node.op_type))
         if entry is not None:
             builder, multi = entry
@@ -289,6 +289,7 @@ class Compiler:
         keep.reverse()
 
         fused = _fuse_epilogues(keep, needed_outputs={o.name for o in graph.output})
+        donors = _donations(keep, {o.name for o in graph.output})
         emitted = []                    # (node, function name, multi, args, description)
         for node in keep:
             if id(node) in fused.absorbed:
@@ -304,9 +305,10 @@ class Compiler:
                 continue
             ins = [resolve(x) if x else "" for x in node.input]
             consumer = fused.consumer.get(id(node))
+            donated = frozenset(i for i in donors.get(id(node), ()) if ins[i] not in consts)
             fn, multi, _ = self.build_node(
                 node, what, {i: consts[a] for i, a in enumerate(ins) if a in consts},
-                consumer.op_type if consumer is not None else None)
+                consumer.op_type if consumer is not None else None, donated)
             if consumer is not None:    # the call returns the consumer's output
                 node = _with_outputs(node, consumer.output)
             caps = [resolve(c) for c in node_captures(node)]
@@ -447,6 +449,33 @@ def _fuse_epilogues(nodes, needed_outputs):
                 and id(c) not in out.absorbed):
             out.consumer[id(node)] = c
             out.absorbed.add(id(c))
+    return out
+
+
+def _donations(nodes, needed_outputs):
+    """id(node) -> input positions it may overwrite (DONATING, FRESH_OUTPUTS).  The
+    caller also drops inputs that turn out to be load-time constants (folded)."""
+    readers = {}
+    producer = {}
+    for node in nodes:
+        for name in set(x for x in node.input if x) | set(node_captures(node)):
+            readers.setdefault(name, []).append(node)
+        for o in node.output:
+            if o:
+                producer[o] = node
+    out = {}
+    for node in nodes:
+        if canonical_domain(node.domain) != "" or node.op_type not in _registry.DONATING:
+            continue
+        pos = _registry.DONATING[node.op_type]
+        if pos >= len(node.input) or not node.input[pos]:
+            continue
+        name = node.input[pos]
+        src = producer.get(name)
+        if (src is not None and canonical_domain(src.domain) == ""
+                and src.op_type in _registry.FRESH_OUTPUTS and name not in needed_outputs
+                and readers.get(name) == [node] and list(node.input).count(name) == 1):
+            out[id(node)] = (pos,)
     return out
 
 

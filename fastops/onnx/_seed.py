@@ -68,6 +68,9 @@ def _topk(n):
 def _scatter(n):
     f = _fastops("scatter", "scatter_elements")
     axis = n.attr("axis", 0)
+    if 0 in n.donated:      # data is this node's alone (compiler DONATING): no copy
+        g = _fastops("scatter", "_scatter_elements")
+        return lambda data, idx, upd: g("scatter", data, idx, upd, axis, "none", True)
     return lambda data, idx, upd: f(data, idx, upd, axis)
 
 
@@ -76,6 +79,9 @@ def _scatter_elements(n):
     f = _fastops("scatter", "scatter_elements")
     axis = n.attr("axis", 0)
     red = n.attr("reduction", "none")
+    if 0 in n.donated:      # data is this node's alone (compiler DONATING): no copy
+        g = _fastops("scatter", "_scatter_elements")
+        return lambda data, idx, upd: g("scatter_elements", data, idx, upd, axis, red, True)
     return lambda data, idx, upd: f(data, idx, upd, axis, red)
 
 
