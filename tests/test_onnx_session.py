@@ -697,3 +697,32 @@ def test_donated_value_exposed_as_output_is_not_overwritten():
     feeds["w"] = np.full((1, 3), 9, np.float32)
     b, a = s.run(None, feeds)
     assert not (a == 9).any() and (b[0] == 9).all()
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_with_a_scalar_index(axis):
+    """The 0-d index fast path: negative indices, bounds errors, a fresh writable 0-d or
+    N-d result, against np.take."""
+    from onnx import TensorProto
+    node = helper.make_node("Gather", ["x", "i"], ["y"], axis=axis)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.INT64,
+                                                                      None),
+                                        helper.make_tensor_value_info("i", TensorProto.INT64,
+                                                                      None)],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    s = fo.Session(m.SerializeToString())
+    for x in (np.arange(12, dtype=np.int64).reshape(3, 4), np.arange(5, dtype=np.int64)):
+        if axis == 1 and x.ndim == 1:
+            continue
+        dim = x.shape[axis]
+        for i in (0, dim - 1, -1, -dim):
+            got = s.run(None, {"x": x, "i": np.array(i, np.int64)})[0]
+            want = np.take(x, i, axis=axis)
+            assert got.shape == want.shape and got.flags.writeable
+            np.testing.assert_array_equal(got, want)
+            assert not np.shares_memory(got, x)
+        for i in (dim, -dim - 1):
+            with pytest.raises(IndexError, match="out of range"):
+                s.run(None, {"x": x, "i": np.array(i, np.int64)})

@@ -509,6 +509,12 @@ def _gather(n):
     def run(x, idx):
         ax = _axis(axis, x.ndim)
         dim = x.shape[ax]
+        if xp is np and idx.ndim == 0:      # shape arithmetic: 0.8 us instead of 4.5
+            i = int(idx)
+            if not -dim <= i < dim:
+                raise IndexError(f"Gather: index {i} is out of range for axis {ax} of "
+                                 f"length {dim}")
+            return np.array(x[(slice(None),) * ax + (i if i >= 0 else i + dim,)])
         if idx.size and xp is np:
             lo, hi = int(idx.min()), int(idx.max())
             if lo < -dim or hi >= dim:
