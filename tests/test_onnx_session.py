@@ -726,3 +726,26 @@ def test_gather_with_a_scalar_index(axis):
         for i in (dim, -dim - 1):
             with pytest.raises(IndexError, match="out of range"):
                 s.run(None, {"x": x, "i": np.array(i, np.int64)})
+
+
+@pytest.mark.parametrize("attrs", [dict(strides=[2, 2]), dict(strides=[3, 2], ceil_mode=1),
+                                   dict(strides=[1, 1]), dict(strides=[2, 3], ceil_mode=0)])
+def test_maxpool_one_element_window(attrs):
+    """kernel 1 (FPN's LastLevelMaxPool) subsamples; against onnx.reference, NaN kept."""
+    from onnx import TensorProto
+    from onnx.reference import ReferenceEvaluator
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[1, 1], **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                      None)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)])
+    m.ir_version = 8
+    x = np.random.default_rng(1).standard_normal((2, 3, 10, 13)).astype(np.float32)
+    x[0, 0, 0, 0] = np.nan
+    got = fo.Session(m.SerializeToString()).run(None, {"x": x})[0]
+    if attrs["strides"] == [1, 1]:      # (onnx.reference 1.22 fails on this one)
+        want = x
+    else:
+        want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+    assert got.shape == want.shape and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, want)
