@@ -322,11 +322,10 @@ void im2col(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sxN,
 // ------------------------------------------------------------------ packed GEMM
 // out[n][m][p] = act(sum_k A[m][k] * B[n][k][p] + row_bias[m] + col_bias[p]), the GEMM of
 // Session's Conv (A = the weight (M, C*KH*KW), B = the image (C, H*W) for 1x1, else its
-// im2col matrix) and Gemm (A = the input rows, B = the constant weight as (K, N)).  A
-// is packed into panels of kCgMR rows, k-major (A[m][k] at panel m / kCgMR, offset
-// k * kCgMR + m % kCgMR, in blocks of kCgKC k; rows past M are 0): once per Session for
-// a weight.  B is read
-// per block into strips (below).
+// im2col matrix) and Gemm with a constant weight (Y^T = W B^T: A = the weight, B = the
+// input rows, read transposed).  A is packed into panels of kCgMR rows, k-major (A[m][k]
+// at panel m / kCgMR, offset k * kCgMR + m % kCgMR, in blocks of kCgKC k; rows past M are
+// 0): once per Session for a weight.  B is packed per block into strips (below).
 //
 // Blocking (GotoBLAS's): a register block is kCgMR x kCgNR outputs
 // (12 AVX accumulators; per k two loads of a B row, kCgMR broadcasts, 12 FMAs).  Work
