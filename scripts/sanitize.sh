@@ -20,7 +20,11 @@
 # $FASTOPS_SANITIZE_DIR (default /tmp/fastops-sanitize).
 set -euo pipefail
 DIR="${FASTOPS_SANITIZE_DIR:-/tmp/fastops-sanitize}"
-bash "$(dirname "$0")/build_copy.sh" "$DIR" FASTOPS_SANITIZE=1
+# FASTOPS_MARCH_NATIVE=1 in the environment sanitizes this machine's SIMD paths too (the
+# baseline build then has AVX2/FMA, so code that only the x86-64-v3 build has, like the
+# packed GEMM of Session's Conv, runs under the sanitizers)
+bash "$(dirname "$0")/build_copy.sh" "$DIR" FASTOPS_SANITIZE=1 \
+  ${FASTOPS_MARCH_NATIVE:+FASTOPS_MARCH_NATIVE=$FASTOPS_MARCH_NATIVE}
 cd "$DIR"
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allocator_may_return_null=1"

@@ -425,3 +425,22 @@ def test_im2col_kernel_matches_windows(geom, dtype):
     np.testing.assert_array_equal(cols, want.reshape(2, 3 * kh * kw, OH * OW))
     with pytest.raises(ValueError, match="cols has shape"):
         mod.im2col(x, kh, kw, sh, sw, pt, pl, dh, dw, cols[:1], OH, OW, 1)
+
+
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+def test_packed_gemm_bits_do_not_depend_on_threads():
+    """Each output's k passes run in one fixed order whatever the split into runs and
+    column blocks, so 1, 2 and 3 threads give the same bits."""
+    mod = _dispatch.kernel_module("cpu", "deform_conv")
+    rng = np.random.default_rng(11)
+    for M, K, P in ((150, 700, 37), (64, 40, 3000), (7, 300, 600)):
+        a = rng.standard_normal((M, K)).astype(np.float32)
+        b = rng.standard_normal((2, K, P)).astype(np.float32)
+        packed = mod.gemm_pack(a, 2)
+        outs = []
+        for nt in (1, 2, 3):
+            out = np.empty((2, M, P), np.float32)
+            mod.gemm_packed(packed, M, b, None, None, 2, out, nt)
+            outs.append(out)
+        np.testing.assert_array_equal(outs[0], outs[1])
+        np.testing.assert_array_equal(outs[0], outs[2])

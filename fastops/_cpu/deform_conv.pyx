@@ -75,8 +75,8 @@ cdef extern from "conv.hpp" namespace "fastops" nogil:
         int nthreads) except +
     void c_gemm_packed "fastops::gemm_packed"(
         const float* packed, int64_t M, int64_t K, const float* b, int64_t N, int64_t sbn,
-        int64_t ldb, cbool b_trans, int64_t P, const float* row_bias, const float* col_bias, int act,
-        float* out, int nthreads) except +
+        int64_t ldb, cbool b_trans, int64_t P, const float* row_bias,
+        const float* col_bias, int act, float* out, int nthreads) except +
 
 # Does this build have the packed GEMM (x86-64-v3 only; include/conv.hpp)?
 PACKED_GEMM = kPackedGemm

@@ -82,13 +82,14 @@ _NATIVE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 # The deform_conv family's tiled kernel runs each tile's GEMM on one BLAS thread; on a
 # small image (few tiles) or with few input taps (K * C, e.g. an RGB stem) one im2col
-# matrix and one multi-threaded GEMM is faster.  (Against the packed GEMM on a
-# materialized im2col matrix, 2 threads, ms, tiled / packed: 16 -> 16 on 160x208 4.8 /
-# 3.8, 64 -> 64 on 80x104 7.3 / 6.8, 32 -> 64 on 80x104 2.4 / 2.9, 128 -> 128 on 50x68
-# 7.2 / 9.0, 256 -> 256 on 40x52 16.2 / 17.8: mixed, so the rule below stands.)  2 threads, 1 image, float32
-# (tiled kernel vs im2col + GEMM, ms): 256 -> 256 3x3 on 10x13 2.2 vs 1.2, on 5x7 1.0 vs
+# matrix and one multi-threaded GEMM is faster.  2 threads, 1 image, float32 (tiled
+# kernel vs im2col + BLAS GEMM, ms): 256 -> 256 3x3 on 10x13 2.2 vs 1.2, on 5x7 1.0 vs
 # 0.5, on 20x26 4.2 vs 4.1; 3 -> 16 3x3 stride 2 on 320x416 2.1 vs 0.9; 64 -> 64 on
 # 80x104 4.6 vs 5.5; 64 -> 128 on 40x52 2.1 vs 2.2; 128 -> 128 on 100x136 26 vs 33.
+# Against the packed GEMM on an im2col matrix (sixth session, tiled / packed): 16 -> 16
+# on 160x208 4.8 / 3.8, 64 -> 64 on 80x104 7.3 / 6.8, 32 -> 64 on 80x104 2.4 / 2.9,
+# 128 -> 128 on 50x68 7.2 / 9.0, 256 -> 256 on 40x52 16.2 / 17.8: mixed, so the rule
+# stands.
 _TILED_MIN_PIXELS = 1024
 _TILED_MIN_TAPS = 64
 

@@ -267,7 +267,8 @@ class ThreadScratch {
   // `new T[]` does, for scratch that is written before it is read
   ThreadScratch(int64_t per, int nt, bool zero = true)
       : stride_(padded(per)),
-        size_(static_cast<size_t>(size_mul(stride_, std::max(nt, 1))) + kScratchAlign / alignof(T)),
+        size_(static_cast<size_t>(size_mul(stride_, std::max(nt, 1))) +
+              kScratchAlign / alignof(T)),
         buf_(new T[size_]) {
     if (zero) std::fill(buf_.get(), buf_.get() + size_, T());
     // the first element at a kScratchAlign boundary (stride_ * sizeof(T) is a multiple of
