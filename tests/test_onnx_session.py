@@ -749,3 +749,29 @@ def test_maxpool_one_element_window(attrs):
         want = ReferenceEvaluator(m).run(None, {"x": x})[0]
     assert got.shape == want.shape and got.flags.c_contiguous
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(1, 672, 20, 26), (2, 3, 5), (2, 4, 3, 5, 7), (1, 1, 1, 1),
+                                   (3, 2, 17, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_global_average_pool(shape, dtype):
+    """The plane-means kernel against a float64 mean: lengths not a multiple of its 16
+    running sums, 1 to 3 spatial axes, a non-contiguous input, NaN in one plane."""
+    from onnx import TensorProto
+    tt = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    node = helper.make_node("GlobalAveragePool", ["x"], ["y"])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", tt, None)],
+                          [helper.make_tensor_value_info("y", tt, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    s = fo.Session(m.SerializeToString())
+    rng = np.random.default_rng(len(shape))
+    x = (rng.standard_normal(shape) * 10 + 3).astype(dtype)
+    if x.shape[1] > 1:
+        x[0, 1].reshape(-1)[0] = np.nan
+    for xin in (x, np.asfortranarray(x)):
+        got = s.run(None, {"x": xin})[0]
+        want = x.astype(np.float64).mean(axis=tuple(range(2, x.ndim)), keepdims=True)
+        assert got.shape == want.shape and got.dtype == dtype
+        tol = 1e-6 if dtype == np.float32 else 1e-13
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10)

@@ -16,6 +16,8 @@ cdef extern from "norm.hpp" namespace "fastops" nogil:
     void c_instance_norm "fastops::instance_norm"[T](
         const T* x, int64_t N, int64_t C, int64_t L, int64_t sN, int64_t sC,
         const double* scale, const double* bias, double eps, T* y, int nthreads) except +
+    void c_plane_means "fastops::plane_means"[T](
+        const T* x, int64_t P, int64_t L, int64_t sP, T* out, int nthreads) except +
 
 
 def instance_norm(const floating[:, :, :] x, const double[::1] scale,
@@ -28,6 +30,19 @@ def instance_norm(const floating[:, :, :] x, const double[::1] scale,
         c_instance_norm(&x[0, 0, 0], x.shape[0], x.shape[1], x.shape[2], x.strides[0] // isz,
                         x.strides[1] // isz, &scale[0], &bias[0], epsilon, &y[0, 0, 0],
                         nthreads)
+
+
+def plane_means(const floating[:, ::1] x, floating[::1] out, int nthreads):
+    """out[p] = mean of row p of x (P, L), L >= 1 (include/norm.hpp)."""
+    if out.shape[0] != x.shape[0]:
+        raise ValueError(f"plane_means: out has {out.shape[0]} elements, expected "
+                         f"{x.shape[0]}")
+    if x.shape[1] < 1:
+        raise ValueError("plane_means: planes must not be empty")
+    if x.shape[0] == 0:
+        return
+    with nogil:
+        c_plane_means(&x[0, 0], x.shape[0], x.shape[1], x.shape[1], &out[0], nthreads)
 
 
 def fast_instance_norm(x, scale, bias, epsilon):

@@ -191,4 +191,27 @@ void instance_norm(const T* x, int64_t N, int64_t C, int64_t L, int64_t sN, int6
   });
 }
 
+// Mean of each of P planes of L contiguous values (plane p at x + p * sP), in T:
+// GlobalAveragePool of Session.  16 running sums per plane (the loop GCC vectorizes
+// without reassociating), folded pairwise, then one division.  NumPy's mean over the
+// two spatial axes took 90 us for frcnn's 672 x 20 x 26 SE inputs (eight a run).
+template <typename T>
+void plane_means(const T* x, int64_t P, int64_t L, int64_t sP, T* out, int nthreads) {
+  constexpr int64_t kLanes = 16;
+  const int nt = threads_for(work_product(P, L), nthreads);
+  parallel_for(P, chunk_for(P, nt), nt, [&](int64_t lo, int64_t hi, int) {
+    for (int64_t p = lo; p < hi; ++p) {
+      const T* s = x + p * sP;
+      T acc[kLanes] = {};
+      int64_t i = 0;
+      for (; i + kLanes <= L; i += kLanes)
+        for (int64_t k = 0; k < kLanes; ++k) acc[k] = acc[k] + s[i + k];
+      for (int64_t k = 0; i + k < L; ++k) acc[k] = acc[k] + s[i + k];
+      for (int64_t w = kLanes / 2; w >= 1; w /= 2)
+        for (int64_t k = 0; k < w; ++k) acc[k] = acc[k] + acc[k + w];
+      out[p] = acc[0] / static_cast<T>(L);
+    }
+  });
+}
+
 }  // namespace fastops
