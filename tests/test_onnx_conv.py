@@ -199,9 +199,9 @@ def test_fused_activation_is_the_unfused_result(case, dtype, act):
 
 
 def _fusions(nodes, outputs):
-    fused = _compile._fuse_epilogues(nodes, set(outputs))
+    consumers, _ = _compile._fuse_epilogues(nodes, _compile._readers(nodes), set(outputs))
     return {p.op_type + ":" + p.output[0]: c.op_type for p in nodes
-            for c in [fused.consumer.get(id(p))] if c is not None}
+            for c in [consumers.get(id(p))] if c is not None}
 
 
 def test_fusion_rules():

@@ -288,11 +288,13 @@ class Compiler:
                 needed.update(node_captures(node))
         keep.reverse()
 
-        fused = _fuse_epilogues(keep, needed_outputs={o.name for o in graph.output})
-        donors = _donations(keep, {o.name for o in graph.output})
+        graph_outputs = {o.name for o in graph.output}
+        readers = _readers(keep)
+        consumers, absorbed = _fuse_epilogues(keep, readers, graph_outputs)
+        donors = _donations(keep, readers, graph_outputs)
         emitted = []                    # (node, function name, multi, args, description)
         for node in keep:
-            if id(node) in fused.absorbed:
+            if id(node) in absorbed:
                 continue
             desc = (f"node {node.name!r} ({node.domain + '::' if node.domain else ''}"
                     f"{node.op_type})")
@@ -304,7 +306,7 @@ class Compiler:
                 consts[node.output[0]] = self.const(_constant_value(node))
                 continue
             ins = [resolve(x) if x else "" for x in node.input]
-            consumer = fused.consumer.get(id(node))
+            consumer = consumers.get(id(node))
             donated = frozenset(i for i in donors.get(id(node), ()) if ins[i] not in consts)
             fn, multi, _ = self.build_node(
                 node, what, {i: consts[a] for i, a in enumerate(ins) if a in consts},
@@ -419,26 +421,24 @@ class Compiler:
         return folded
 
 
-class _Fusion:
-    __slots__ = ("consumer", "absorbed")
-
-    def __init__(self):
-        self.consumer = {}              # id(producer) -> the consumer NodeProto it runs
-        self.absorbed = set()           # ids of consumers that emit no call of their own
-
-
-def _fuse_epilogues(nodes, needed_outputs):
-    """Pairs (producer, consumer) of ``nodes`` to fuse per EPILOGUES: the consumer is
-    the only reader (inputs and subgraph captures) of the producer's only output, which
-    is not a graph output, and has no attributes (the kernels apply the defaults)."""
+def _readers(nodes):
+    """value name -> the nodes reading it (as an input or a subgraph capture)."""
     readers = {}
     for node in nodes:
         for name in set(x for x in node.input if x) | set(node_captures(node)):
             readers.setdefault(name, []).append(node)
-    out = _Fusion()
+    return readers
+
+
+def _fuse_epilogues(nodes, readers, graph_outputs):
+    """(id(producer) -> consumer NodeProto it runs, ids of the absorbed consumers) for the
+    pairs of ``nodes`` to fuse per EPILOGUES: the consumer is the only reader of the
+    producer's only output, which is not a graph output, and has no attributes (the
+    kernels apply the defaults)."""
+    consumers, absorbed = {}, set()
     for node in nodes:
         ops = _registry.EPILOGUES.get((canonical_domain(node.domain), node.op_type))
-        if not ops or len(node.output) != 1 or node.output[0] in needed_outputs:
+        if not ops or len(node.output) != 1 or node.output[0] in graph_outputs:
             continue
         users = readers.get(node.output[0], [])
         if len(users) != 1:
@@ -446,23 +446,16 @@ def _fuse_epilogues(nodes, needed_outputs):
         c = users[0]
         if (canonical_domain(c.domain) == "" and c.op_type in ops and not c.attribute
                 and list(c.input) == [node.output[0]] and len(c.output) == 1
-                and id(c) not in out.absorbed):
-            out.consumer[id(node)] = c
-            out.absorbed.add(id(c))
-    return out
+                and id(c) not in absorbed):
+            consumers[id(node)] = c
+            absorbed.add(id(c))
+    return consumers, absorbed
 
 
-def _donations(nodes, needed_outputs):
+def _donations(nodes, readers, graph_outputs):
     """id(node) -> input positions it may overwrite (DONATING, FRESH_OUTPUTS).  The
     caller also drops inputs that turn out to be load-time constants (folded)."""
-    readers = {}
-    producer = {}
-    for node in nodes:
-        for name in set(x for x in node.input if x) | set(node_captures(node)):
-            readers.setdefault(name, []).append(node)
-        for o in node.output:
-            if o:
-                producer[o] = node
+    producer = {o: node for node in nodes for o in node.output if o}
     out = {}
     for node in nodes:
         if canonical_domain(node.domain) != "" or node.op_type not in _registry.DONATING:
@@ -473,7 +466,7 @@ def _donations(nodes, needed_outputs):
         name = node.input[pos]
         src = producer.get(name)
         if (src is not None and canonical_domain(src.domain) == ""
-                and src.op_type in _registry.FRESH_OUTPUTS and name not in needed_outputs
+                and src.op_type in _registry.FRESH_OUTPUTS and name not in graph_outputs
                 and readers.get(name) == [node] and list(node.input).count(name) == 1):
             out[id(node)] = (pos,)
     return out

@@ -875,13 +875,10 @@ def _gemm(n):
         if packed is not None and b is w and a.dtype == np.float32 and a.ndim == 2 and \
                 a.shape[0 if ta else 1] == (w.shape[1] if tb else w.shape[0]):
             units = w.shape[0] if tb else w.shape[1]
-            bias = None
-            if c is not None and beta != 0.0:
-                if beta == 1.0 and c.dtype == np.float32 and c.shape in ((units,), (1, units)):
-                    bias = c.reshape(units)
-                else:
-                    bias = False
-            if bias is not False:
+            no_bias = c is None or beta == 0.0
+            if no_bias or (beta == 1.0 and c.dtype == np.float32 and
+                           c.shape in ((units,), (1, units))):    # else: the BLAS path
+                bias = None if no_bias else c.reshape(units)
                 rows = a.shape[1] if ta else a.shape[0]
                 yt = np.empty((1, units, rows), np.float32)
                 # Y^T's right operand is A^T: A itself with transA, else A's rows

@@ -31,7 +31,7 @@ namespace fastops {
 // HardSwish is v * clip(v * float(1/6) + 0.5, 0, 1) with NaN propagated through the clip.
 // Per value, GCC compiles HardSwish's clip to two branches (it skips the multiply where
 // the clip gives 1), which mispredict on real data: 4-8x the depthwise convolution's own
-// time.  Blocks of values go through avx_act or dw_epilogue's split loops instead.
+// time.  Blocks of values go through avx_act or dw_hardswish instead.
 enum ConvAct : int { kActNone = 0, kActRelu = 1, kActHardSwish = 2 };
 
 template <typename T>
@@ -121,10 +121,11 @@ inline void dw_split2(const T* s, int64_t x0, int64_t x1, int64_t pad_l, T* seg0
   }
 }
 
-// Bias and activation on a register block, stored to dst (kDwVecs vectors).  The x86-64-v3
-// float build does it in AVX registers; elsewhere per value.
+// Bias and HardSwish on a register block, stored to dst (kDwVecs vectors): in AVX
+// registers in the x86-64-v3 float build, elsewhere in split loops (so that GCC emits
+// compares and blends, not the branches a per-value conv_act compiles to).
 template <typename V, typename T>
-inline void dw_epilogue(V a0, V a1, T b, bool has_bias, int act, T* dst) {
+inline void dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst) {
   static_assert(kDwVecs == 2, "two vectors per block");
 #if defined(__AVX__)
   if constexpr (std::is_same<T, float>::value && sizeof(V) == 32) {
@@ -135,8 +136,8 @@ inline void dw_epilogue(V a0, V a1, T b, bool has_bias, int act, T* dst) {
       v0 = _mm256_add_ps(v0, _mm256_set1_ps(b));
       v1 = _mm256_add_ps(v1, _mm256_set1_ps(b));
     }
-    _mm256_storeu_ps(dst, avx_act(v0, act));
-    _mm256_storeu_ps(dst + 8, avx_act(v1, act));
+    _mm256_storeu_ps(dst, avx_act(v0, kActHardSwish));
+    _mm256_storeu_ps(dst + 8, avx_act(v1, kActHardSwish));
     return;
   }
 #endif
@@ -146,11 +147,6 @@ inline void dw_epilogue(V a0, V a1, T b, bool has_bias, int act, T* dst) {
   std::memcpy(v + N / 2, &a1, sizeof(V));
   if (has_bias)
     for (int64_t k = 0; k < N; ++k) v[k] = v[k] + b;
-  if (act != kActHardSwish) {
-    for (int64_t k = 0; k < N; ++k) dst[k] = conv_act(v[k], act);
-    return;
-  }
-  // split loops, so that GCC emits compares and blends, not branches
   for (int64_t k = 0; k < N; ++k) t[k] = v[k] * static_cast<T>(1.0 / 6.0) + T(0.5);
   for (int64_t k = 0; k < N; ++k) t[k] = std::max(t[k], T(0));
   for (int64_t k = 0; k < N; ++k) t[k] = std::min(t[k], T(1));
@@ -247,16 +243,15 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
         T* row = o + oy * OW;
         for (int64_t ox0 = 0; ox0 < OW; ox0 += block) {
           dw_block(in + ox0, toff.data(), wt, taps, acc);
-          // HardSwish on the registers (dw_epilogue); no activation or Relu per value
-          // (GCC vectorizes that loop; dw_epilogue measured 10-20 % slower for them)
-          constexpr int64_t kBlock = kDwVecs * DwVec<T>::lanes;
-          T sums[kBlock];
+          // HardSwish on the registers (dw_hardswish, straight into a full block); no
+          // activation or Relu per value (GCC vectorizes that loop; the register form
+          // measured 10-20 % slower for them)
+          T sums[kDwVecs * DwVec<T>::lanes];
           const int64_t nb = std::min(block, OW - ox0);
-          if (act == kActHardSwish && nb == kBlock) {
-            dw_epilogue(acc[0], acc[1], b, bias != nullptr, act, row + ox0);
-          } else if (act == kActHardSwish) {
-            dw_epilogue(acc[0], acc[1], b, bias != nullptr, act, sums);
-            for (int64_t k = 0; k < nb; ++k) row[ox0 + k] = sums[k];
+          if (act == kActHardSwish) {
+            T* dst = nb == block ? row + ox0 : sums;
+            dw_hardswish(acc[0], acc[1], b, bias != nullptr, dst);
+            for (int64_t k = 0; dst == sums && k < nb; ++k) row[ox0 + k] = sums[k];
           } else {
             std::memcpy(sums, acc, sizeof(sums));
             if (bias) {
@@ -343,7 +338,7 @@ void im2col(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sxN,
 // tolerance.  Why not OpenBLAS: after a multi-threaded call its workers spin for ~0.1 s
 // (OPENBLAS_THREAD_TIMEOUT, read once at load), on a 2-core machine taking a core from
 // every fastops kernel that follows; the frcnn Session's Conv ran 26.9 ms a run with
-// OPENBLAS_NUM_THREADS=1 and 39.8 without.  Measured in fastops/_bench/conv.py.
+// OPENBLAS_NUM_THREADS=1 and 39.8 without (docs/onnx.md has the measurements).
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr bool kPackedGemm = true;
 #else
@@ -492,8 +487,7 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
   const int64_t cblocks = (P + kCgNC - 1) / kCgNC;
   const int nt = threads_for(work_product(work_product(N * M, P), K), nthreads);
   // An item per thread at least: split the panels only where images x column blocks
-  // are fewer (each run packs the B blocks again: on the box head's 150 x 12544 input,
-  // 4 runs cost 2.5 ms more than 2).
+  // are fewer (each run packs the same B blocks again).
   const int64_t want = nt;
   const int64_t runs = std::min(panels, std::max<int64_t>(1, (want + N * cblocks - 1) /
                                                                  (N * cblocks)));

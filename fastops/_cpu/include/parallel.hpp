@@ -46,6 +46,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -262,26 +263,26 @@ constexpr size_t kScratchAlign = 128;
 
 template <typename T>
 class ThreadScratch {
+  static_assert(std::is_trivially_copyable<T>::value &&
+                    std::is_trivially_destructible<T>::value,
+                "raw aligned storage: plain values only");
+
  public:
   // zero: value-initialize every element (as std::vector would); else leave them as
   // `new T[]` does, for scratch that is written before it is read
   ThreadScratch(int64_t per, int nt, bool zero = true)
       : stride_(padded(per)),
-        size_(static_cast<size_t>(size_mul(stride_, std::max(nt, 1))) +
-              kScratchAlign / alignof(T)),
-        buf_(new T[size_]) {
-    if (zero) std::fill(buf_.get(), buf_.get() + size_, T());
-    // the first element at a kScratchAlign boundary (stride_ * sizeof(T) is a multiple of
-    // it, so every slot's block is); new[] aligns to alignof(T) at least, 16 in practice
-    size_t k = 0;
-    while (k < kScratchAlign / alignof(T) &&
-           reinterpret_cast<std::uintptr_t>(buf_.get() + k) % kScratchAlign != 0)
-      ++k;
-    base_ = buf_.get() + (k < kScratchAlign / alignof(T) ? k : 0);
+        buf_(static_cast<T*>(::operator new[](
+            static_cast<size_t>(size_mul(size_mul(stride_, std::max(nt, 1)), sizeof(T))),
+            std::align_val_t(kScratchAlign)))) {
+    if (zero) std::uninitialized_fill_n(buf_.get(), size_mul(stride_, std::max(nt, 1)), T());
   }
-  T* operator()(int slot) const { return base_ + static_cast<int64_t>(slot) * stride_; }
+  T* operator()(int slot) const { return buf_.get() + static_cast<int64_t>(slot) * stride_; }
 
  private:
+  struct Free {
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(kScratchAlign)); }
+  };
   // per rounded up so that per * sizeof(T) is a multiple of kScratchAlign
   static int64_t padded(int64_t per) {
     int64_t step = 1;
@@ -290,9 +291,7 @@ class ThreadScratch {
     return std::max<int64_t>(step, (per + step - 1) / step * step);
   }
   int64_t stride_;
-  size_t size_;
-  std::unique_ptr<T[]> buf_;
-  T* base_;
+  std::unique_ptr<T[], Free> buf_;
 };
 
 // One object per thread (a vector whose size changes, a struct of counters), each on its
