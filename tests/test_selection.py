@@ -379,6 +379,24 @@ def test_nonzero_wide_rows(threads, dtype, density):
                 np.testing.assert_array_equal(fastops.nonzero(x), want)
 
 
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "float64"])
+def test_nonzero_8_byte_words_by_halves(threads, dtype):
+    """8-byte words are tested as two 32-bit halves (SSE2 has no 64-bit compare): a word
+    with only its high or only its low half set is nonzero, a float's sign bit alone is
+    zero.  Every lane of the 64-word mask, a partial last word, one and two threads."""
+    bits = np.zeros(64 * 40 + 37, np.uint64)
+    rng = np.random.default_rng(11)
+    for value in (1, 1 << 31, 1 << 32, 1 << 63, (1 << 63) | 1, (1 << 64) - 1):
+        bits[rng.integers(0, bits.size, 300)] = value
+    x = bits.view(dtype).reshape(1, -1)
+    want = np.array(np.nonzero(x))
+    assert dtype != "float64" or np.count_nonzero(bits == 1 << 63) > 0   # -0.0 present
+    for n in (1, 2):
+        with threads(n):
+            np.testing.assert_array_equal(fastops.nonzero(x), want)
+            np.testing.assert_array_equal(fastops.nonzero(x[:, :200]), want[:, want[1] < 200])
+
+
 def test_nonzero_onnx_node_data(xp):
     _, _, (x,), (y,) = load_case("test_nonzero_example")
     np.testing.assert_array_equal(to_numpy(fastops.nonzero(xp.asarray(x))), y)

@@ -1,6 +1,6 @@
 # Thin typed entry points for the selection kernels in include/selection.hpp.
 # Inputs are validated and shaped by fastops.selection; these only release the GIL.
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from libcpp cimport bool as cbool
 
 cimport numpy as cnp
@@ -32,22 +32,23 @@ cdef extern from "selection.hpp" namespace "fastops" nogil:
                                                  int nthreads) except +
     int64_t c_nonzero_count "fastops::nonzero_count"[U](const U* x, int64_t size, U mask,
                                                         int nchunks, int64_t* counts,
+                                                        uint64_t* bits,
                                                         int nthreads) except +
-    void c_nonzero_fill "fastops::nonzero_fill"[U](const U* x, int64_t size, U mask, int ndim,
-                                                   const int64_t* shape, int nchunks,
-                                                   const int64_t* offsets, int64_t nnz,
-                                                   int64_t* out, int nthreads) except +
+    void c_nonzero_fill "fastops::nonzero_fill"(const uint64_t* bits, int64_t size, int ndim,
+                                                const int64_t* shape, int nchunks,
+                                                const int64_t* offsets, int64_t nnz,
+                                                int64_t* out, int nthreads) except +
     bint cumext_contiguous(int typenum, const void* x, int64_t outer, int64_t n,
                            int64_t inner, cbool is_max, void* values,
                            int64_t* indices) except +
     bint topk_contiguous(int typenum, const void* x, int64_t outer, int64_t n, int64_t inner,
                          int64_t k, cbool largest, cbool sorted, void* values,
                          int64_t* indices) except +
+    enum: kNonzeroFastWords
     int64_t nonzero_count_contiguous(int itemsize, cbool is_float, const void* x,
-                                     int64_t size) except +
-    void nonzero_fill_contiguous(int itemsize, cbool is_float, const void* x, int64_t size,
-                                 int ndim, const int64_t* shape, int64_t nnz,
-                                 int64_t* out) except +
+                                     int64_t size, uint64_t* bits) except +
+    void nonzero_fill_contiguous(const uint64_t* bits, int64_t size, int ndim,
+                                 const int64_t* shape, int64_t nnz, int64_t* out) except +
 
 
 def topk(const real[:, :, :] x, int64_t k, bint largest, bint sorted,
@@ -119,14 +120,15 @@ def nonzero(const uword[::1] x, uword mask, const int64_t[::1] shape, int nthrea
     # a few chunks per thread keep the fill pass balanced when density varies
     cdef int nchunks = max(1, min(4 * nthreads, size // 4096))
     cdef int64_t[::1] offsets = np.empty(nchunks, dtype=np.int64)
+    cdef uint64_t[::1] bits = _pool.empty(((size + 63) // 64,), np.uint64)
     cdef int64_t nnz
     with nogil:
-        nnz = c_nonzero_count(&x[0], size, mask, nchunks, &offsets[0], nthreads)
+        nnz = c_nonzero_count(&x[0], size, mask, nchunks, &offsets[0], &bits[0], nthreads)
     out = _pool.empty((ndim, nnz), np.int64)
     cdef int64_t[:, ::1] o = out
     if nnz:
         with nogil:
-            c_nonzero_fill(&x[0], size, mask, ndim, &shape[0], nchunks, &offsets[0], nnz,
+            c_nonzero_fill(&bits[0], size, ndim, &shape[0], nchunks, &offsets[0], nnz,
                            &o[0, 0], nthreads)
     return out
 
@@ -194,12 +196,14 @@ def fast_nonzero(x):
                        or cnp.PyTypeNum_ISBOOL(typenum)) or itemsize not in (1, 2, 4, 8):
         return None
     cdef int64_t size = cnp.PyArray_SIZE(a)
-    cdef int64_t nnz = nonzero_count_contiguous(itemsize, is_float, cnp.PyArray_DATA(a), size)
+    cdef uint64_t bits[kNonzeroFastWords]        # plain(): size <= kParallelGrain
+    cdef int64_t nnz = nonzero_count_contiguous(itemsize, is_float, cnp.PyArray_DATA(a), size,
+                                                bits)
     cdef cnp.npy_intp out_dims[2]
     out_dims[0] = nd
     out_dims[1] = nnz
     cdef cnp.ndarray out = cnp.PyArray_EMPTY(2, out_dims, cnp.NPY_INT64, 0)
     if nnz:
-        nonzero_fill_contiguous(itemsize, is_float, cnp.PyArray_DATA(a), size, nd,
-                                shape_of(a), nnz, <int64_t*>cnp.PyArray_DATA(out))
+        nonzero_fill_contiguous(bits, size, nd, shape_of(a), nnz,
+                                <int64_t*>cnp.PyArray_DATA(out))
     return out

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -827,133 +828,155 @@ void cumext_last(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_
 // ---------------------------------------------------------------------------- NonZero
 // `x` is C-contiguous, read as unsigned words; an element is nonzero when
 // (word & mask) != 0 (mask drops the sign bit of floats so -0.0 counts as zero).
-// Pass 1 counts per chunk, a prefix sum gives each chunk its output range, pass 2
-// fills it; each chunk writes only inside its own range, so threads never race and
-// the result does not depend on the thread count.  The input may change between the
-// passes (another Python thread writes it while the GIL is released): the fill then
-// stops at its range's end, and a range left short is filled with zeros, so the output
-// is never overrun nor left uninitialized (the result of such a race is unspecified).
+// Pass 1 reads x once: per chunk a count, and a bitmask of the nonzeros (bit i of
+// bits[w] is element 64w + i).  A prefix sum gives each chunk its output range, and
+// pass 2 fills it from the bitmask alone.  x is read once (the fill used to read it
+// again: nonzero 4096x4096 float32 10% moved 64 MB more), the bitmask is size/8 bytes
+// and mostly still cached, and the fill emits exactly what was counted even when
+// another Python thread rewrites x while the GIL is released.  Each chunk writes only
+// inside its own range, so threads never race and the result does not depend on the
+// thread count.
 
 // Bit i set when word p[i] & mask is nonzero, for 64 consecutive words.  SSE2 (part of
-// every x86-64) for 1/2/4-byte words; a portable loop elsewhere.
+// every x86-64); a portable loop elsewhere.
 template <typename U>
 inline uint64_t nonzero_bits64(const U* p, U mask) {
 #if defined(__SSE2__)
-  if constexpr (sizeof(U) <= 4) {
-    const __m128i m = sizeof(U) == 1 ? _mm_set1_epi8(static_cast<char>(mask))
-                      : sizeof(U) == 2 ? _mm_set1_epi16(static_cast<short>(mask))
-                                       : _mm_set1_epi32(static_cast<int>(mask));
-    const __m128i zero = _mm_setzero_si128();
-    uint64_t zeros = 0;
-    constexpr int per = 16 / sizeof(U);  // words per 16-byte load
-    for (int j = 0; j < 64 / per; ++j) {
-      __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + j * per)), m);
-      uint64_t z;
-      if constexpr (sizeof(U) == 1) {
-        z = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)));
-      } else if constexpr (sizeof(U) == 2) {
-        __m128i eq = _mm_cmpeq_epi16(v, zero);
-        z = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(eq, eq))) & 0xFFu;
-      } else {
-        z = static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, zero))));
-      }
-      zeros |= z << (j * per);
+  const __m128i m = sizeof(U) == 1   ? _mm_set1_epi8(static_cast<char>(mask))
+                    : sizeof(U) == 2 ? _mm_set1_epi16(static_cast<short>(mask))
+                    : sizeof(U) == 4 ? _mm_set1_epi32(static_cast<int>(mask))
+                                     : _mm_set1_epi64x(static_cast<long long>(mask));
+  const __m128i zero = _mm_setzero_si128();
+  uint64_t zeros = 0;
+  constexpr int per = 16 / sizeof(U);  // words per 16-byte load
+  for (int j = 0; j < 64 / per; ++j) {
+    __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + j * per)), m);
+    uint64_t z;
+    if constexpr (sizeof(U) == 1) {
+      z = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)));
+    } else if constexpr (sizeof(U) == 2) {
+      __m128i eq = _mm_cmpeq_epi16(v, zero);
+      z = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(eq, eq))) & 0xFFu;
+    } else if constexpr (sizeof(U) == 4) {
+      z = static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, zero))));
+    } else {  // SSE2 has no 64-bit compare: both 32-bit halves equal to zero
+      __m128i eq = _mm_cmpeq_epi32(v, zero);
+      eq = _mm_and_si128(eq, _mm_shuffle_epi32(eq, 0xB1));
+      z = static_cast<uint32_t>(_mm_movemask_pd(_mm_castsi128_pd(eq)));
     }
-    return ~zeros;
+    zeros |= z << (j * per);
   }
-#endif
+  return ~zeros;
+#else
   uint64_t bits = 0;
   for (int i = 0; i < 64; ++i) bits |= uint64_t((p[i] & mask) != 0) << i;
   return bits;
+#endif
 }
 
+// Elements per chunk: a multiple of 64, so that no bitmask word straddles two chunks.
+inline int64_t nonzero_chunk_len(int64_t size, int nchunks) {
+  return ((size + nchunks - 1) / nchunks + 63) / 64 * 64;
+}
+
+// Pass 1.  bits holds (size + 63) / 64 words; counts[c] becomes chunk c's first output
+// position.  Returns the total count.
 template <typename U>
 int64_t nonzero_count(const U* x, int64_t size, U mask, int nchunks, int64_t* counts,
-                      int nthreads) {
-  const int64_t len = (size + nchunks - 1) / nchunks;
+                      uint64_t* bits, int nthreads) {
+  const int64_t len = nonzero_chunk_len(size, nchunks);
   parallel_for(nchunks, 1, threads_for(size, nthreads), [&](int64_t c0, int64_t c1, int) {
     for (int64_t c = c0; c < c1; ++c) {
-      int64_t b = c * len, e = std::min(size, b + len), cnt = 0, i = b;
-      // Words of up to 4 bytes: 64 at a time through the SSE2 bitmask (the count pass of
-      // 4096x4096 bool at 10%, 2 threads, C++ harness: 1.7 ms as a widening byte loop,
-      // 0.66 ms so).  8-byte words have no SSE2 bitmask; their plain loop vectorizes.
-      if constexpr (sizeof(U) <= 4)
-        for (; i + 64 <= e; i += 64)
-          cnt += __builtin_popcountll(nonzero_bits64(x + i, mask));
-      for (; i < e; ++i) cnt += (x[i] & mask) != 0;
+      const int64_t b = std::min(size, c * len), e = std::min(size, b + len);
+      int64_t cnt = 0, i = b;
+      // 64 words a bitmask (the count pass of 4096x4096 bool at 10%, 2 threads, C++
+      // harness: 1.7 ms as a widening byte loop, 0.66 ms so).
+      for (; i + 64 <= e; i += 64) {
+        const uint64_t w = nonzero_bits64(x + i, mask);
+        bits[i / 64] = w;
+        cnt += __builtin_popcountll(w);
+      }
+      if (i < e) {  // the last, partial word
+        uint64_t w = 0;
+        for (int64_t j = i; j < e; ++j) w |= uint64_t((x[j] & mask) != 0) << (j - i);
+        bits[i / 64] = w;
+        cnt += __builtin_popcountll(w);
+      }
       counts[c] = cnt;
     }
   });
   int64_t total = 0;
   for (int c = 0; c < nchunks; ++c) {
     int64_t t = counts[c];
-    counts[c] = total;  // becomes the chunk's first output position
+    counts[c] = total;
     total += t;
   }
   return total;
 }
 
-template <typename U>
-void nonzero_fill(const U* x, int64_t size, U mask, int ndim, const int64_t* shape,
-                  int nchunks, const int64_t* offsets, int64_t nnz, int64_t* out,
-                  int nthreads) {
-  const int64_t len = (size + nchunks - 1) / nchunks;
+// Pass 2: the (ndim, nnz) coordinates of pass 1's bitmask.
+inline void nonzero_fill(const uint64_t* bits, int64_t size, int ndim, const int64_t* shape,
+                         int nchunks, const int64_t* offsets, int64_t nnz, int64_t* out,
+                         int nthreads) {
+  const int64_t len = nonzero_chunk_len(size, nchunks);
   const int64_t last = shape[ndim - 1];
+  int64_t* last_coord = out + (ndim - 1) * nnz;
   parallel_for(nchunks, 1, threads_for(size, nthreads), [&](int64_t c0, int64_t c1, int) {
     for (int64_t c = c0; c < c1; ++c) {
-      const int64_t b = c * len, e = std::min(size, b + len);
+      const int64_t b = std::min(size, c * len), e = std::min(size, b + len);
       int64_t k = offsets[c];
-      const int64_t k_end = (c + 1 < nchunks) ? offsets[c + 1] : nnz;
-      if (k == k_end) continue;
       int64_t coord[64];               // NumPy allows at most 64 dimensions
       int64_t row_start = -1, row_end = -1;
-      auto emit = [&](int64_t pos) {
-        if (k == k_end) return;        // more nonzeros than counted: the input changed
-        if (pos >= row_end) {          // entered a new row: its leading coordinates
-          int64_t r = pos / last;
-          row_start = r * last;
-          row_end = row_start + last;
-          for (int d = ndim - 2; d >= 0; --d) {
-            coord[d] = r % shape[d];
-            r /= shape[d];
-          }
-        }
-        for (int d = 0; d < ndim - 1; ++d) out[d * nnz + k] = coord[d];
-        out[(ndim - 1) * nnz + k] = pos - row_start;
-        ++k;
-      };
-      // 64 words at a time: a bitmask of the nonzeros, then one emit per set bit.  At 10%
-      // density this writes a tenth of what a write-every-element loop did (nonzero
-      // 4096x4096 bool, one thread: 41 -> 21 ms; 2 threads: 19 -> 8.6 ms).
-      //
-      // A block inside the current row with room for 64 more outputs in the chunk's range
-      // skips emit's per-nonzero checks (room, row change): the leading coordinates are
-      // the row's, the last one col0 + bit: 4096x4096 bool at 10%, one thread 7.4 ->
-      // 6.6 ms, two 3.7 -> 3.3 (the rest is mostly the 27 MB of int64 output: one thread
-      // stores ~10 GB/s).  Not kept: a byte-LUT variant storing 8 entries per mask byte
-      // unconditionally (10.9 ms on the SSE2 build) and streaming stores (10.0 ms).
-      int64_t pos = b;
-      for (; pos + 64 <= e; pos += 64) {
-        uint64_t bits = nonzero_bits64(x + pos, mask);
-        if (bits && pos >= row_start && pos + 64 <= row_end && k_end - k >= 64) {
-          int64_t* last_coord = out + (ndim - 1) * nnz;
+      for (int64_t pos = b; pos < e; pos += 64) {
+        uint64_t w = bits[pos / 64];
+        if (!w) continue;
+        // A word inside the current row: the leading coordinates are the row's, the last
+        // one col0 + bit (4096x4096 bool at 10%, one thread 7.4 -> 6.6 ms, two 3.7 ->
+        // 3.3, against one row check per nonzero).  Not kept: a byte-LUT variant storing
+        // 8 entries per mask byte unconditionally (10.9 ms on the SSE2 build), streaming
+        // stores per element (10.0 ms) or per 4 KiB staged in L1 (3.1 -> 4.2 ms; staged
+        // with plain copies 3.9).
+        if (pos >= row_start && pos + 64 <= row_end) {
           const int64_t col0 = pos - row_start;
-          while (bits) {
+          if (ndim == 2) {
+            // The common case, its one leading coordinate stored in the same loop: 4096x4096
+            // bool, 2 threads, 3.05 -> 2.57 ms against the general loop below (a fill_n of
+            // the word's leading coordinates: 3.75 ms).
+            int64_t* row_coord = out + k;
+            int64_t* col_coord = last_coord + k;
+            const int64_t row = coord[0];
+            int64_t j = 0;
+            while (w) {
+              row_coord[j] = row;
+              col_coord[j++] = col0 + __builtin_ctzll(w);
+              w &= w - 1;
+            }
+            k += j;
+            continue;
+          }
+          while (w) {
             for (int d = 0; d < ndim - 1; ++d) out[d * nnz + k] = coord[d];
-            last_coord[k++] = col0 + __builtin_ctzll(bits);
-            bits &= bits - 1;
+            last_coord[k++] = col0 + __builtin_ctzll(w);
+            w &= w - 1;
           }
           continue;
         }
-        while (bits) {
-          emit(pos + __builtin_ctzll(bits));
-          bits &= bits - 1;
+        while (w) {
+          const int64_t p = pos + __builtin_ctzll(w);
+          w &= w - 1;
+          if (p >= row_end) {          // entered a new row: its leading coordinates
+            int64_t r = p / last;
+            row_start = r * last;
+            row_end = row_start + last;
+            for (int d = ndim - 2; d >= 0; --d) {
+              coord[d] = r % shape[d];
+              r /= shape[d];
+            }
+          }
+          for (int d = 0; d < ndim - 1; ++d) out[d * nnz + k] = coord[d];
+          last_coord[k++] = p - row_start;
         }
       }
-      for (; pos < e; ++pos)
-        if ((x[pos] & mask) != 0) emit(pos);
-      for (; k < k_end; ++k)           // fewer nonzeros than counted: the input changed
-        for (int d = 0; d < ndim; ++d) out[d * nnz + k] = 0;
     }
   });
 }
@@ -982,34 +1005,33 @@ inline bool topk_contiguous(int typenum, const void* x, int64_t outer, int64_t n
   });
 }
 
-// NonZero of `size` elements of `itemsize` bytes (1, 2, 4 or 8): the count, then the
-// fill of (ndim, nnz) coordinates.  A float's word mask drops the sign bit, as
-// fastops.selection.nonzero's does for the general path.
+// NonZero of `size` (<= kParallelGrain) elements of `itemsize` bytes (1, 2, 4 or 8): the
+// count, which leaves the bitmask in `bits` (kNonzeroFastWords words, on the caller's
+// stack), then the fill of (ndim, nnz) coordinates from it.  A float's word mask drops
+// the sign bit, as fastops.selection.nonzero's does for the general path.
+constexpr int64_t kNonzeroFastWords = kParallelGrain / 64;
+
 template <typename U>
 inline U nonzero_mask(bool is_float) {
   return is_float ? static_cast<U>(static_cast<U>(~U(0)) >> 1) : static_cast<U>(~U(0));
 }
 
 inline int64_t nonzero_count_contiguous(int itemsize, bool is_float, const void* x,
-                                        int64_t size) {
+                                        int64_t size, uint64_t* bits) {
+  if (size > kNonzeroFastWords * 64) throw std::invalid_argument("nonzero: over the fast path's size");
   int64_t nnz = 0, first = 0;
   visit_word(itemsize, [&](auto w) {
     using U = decltype(w);
     nnz = nonzero_count(static_cast<const U*>(x), size, nonzero_mask<U>(is_float), 1, &first,
-                        1);
+                        bits, 1);
   });
   return nnz;
 }
 
-inline void nonzero_fill_contiguous(int itemsize, bool is_float, const void* x, int64_t size,
-                                    int ndim, const int64_t* shape, int64_t nnz,
-                                    int64_t* out) {
+inline void nonzero_fill_contiguous(const uint64_t* bits, int64_t size, int ndim,
+                                    const int64_t* shape, int64_t nnz, int64_t* out) {
   const int64_t first = 0;
-  visit_word(itemsize, [&](auto w) {
-    using U = decltype(w);
-    nonzero_fill(static_cast<const U*>(x), size, nonzero_mask<U>(is_float), ndim, shape, 1,
-                 &first, nnz, out, 1);
-  });
+  nonzero_fill(bits, size, ndim, shape, 1, &first, nnz, out, 1);
 }
 
 }  // namespace fastops
