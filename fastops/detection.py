@@ -113,8 +113,9 @@ def non_max_suppression(boxes: Array, scores: Array,
     The CPU kernel sorts each (batch, class) once with a stable radix sort and sweeps
     greedily against the kept boxes (parallel over (batch, class), or inside one large
     class when there are fewer classes than threads).  The GPU kernel builds the 64-bit
-    IoU bitmask in parallel and unwraps it on the device, one block per (batch, class);
-    its only host synchronization reads the output size (none with ``pad=True``).
+    IoU bitmask of each (batch, class)'s candidates in parallel and unwraps it on the
+    device, one block per (batch, class); it reads the candidate counts (to size the
+    masks) and the output size from the device (neither with ``pad=True``).
     """
     done = _dispatch.fast_path("nms", "fast_non_max_suppression", boxes, scores,
                                max_output_boxes_per_class, iou_threshold, score_threshold,
@@ -246,7 +247,8 @@ def batched_nms(boxes: Array, scores: Array, idxs: Array, iou_threshold: FloatSc
     Rules as :func:`nms`.  Each class is suppressed on its own (no coordinate-offset
     trick, so no precision loss on large coordinates and no quadratic cost across
     classes): the boxes are sorted once by (class, score desc, index asc), the classes
-    run in parallel on the CPU, and the GPU mask only compares boxes of one class.
+    run in parallel on the CPU, and on the GPU each class is its own problem with its
+    own IoU mask (memory and work grow with the sum of squared class sizes, not N²).
     """
     op = "batched_nms"
     be, (boxes, scores, idxs) = _dispatch.prepare(op, boxes=boxes, scores=scores, idxs=idxs)

@@ -309,6 +309,71 @@ def test_nms_many_problems_in_groups(cp, monkeypatch):
              fastops.non_max_suppression(b, s, *args))
 
 
+def _mask_launches(monkeypatch):
+    """Record the grid of every nms_mask launch (its tile count)."""
+    import fastops._gpu._compile as comp
+    grids, real = [], comp.kernel
+
+    def kernel(family, name, **defines):
+        fn = real(family, name, **defines)
+        if name != "nms_mask":
+            return fn
+
+        def launch(grid, block, args, **kw):
+            grids.append(grid[0])
+            return fn(grid, block, args, **kw)
+        return launch
+    monkeypatch.setattr(comp, "kernel", kernel)
+    return grids
+
+
+def test_batched_nms_one_problem_per_class(cp, monkeypatch):
+    """Each class is its own problem, its mask sized by its non-NaN boxes: classes of 0
+    (all NaN), 1, 64, 65 and 130 boxes, ids negative and unsorted, in one launch group,
+    in one group per class (tiny budget, removed words in global memory), against the
+    CPU; and the mask tiles launched are sum(ceil(n_c / 64)^2), not ceil(N / 64)^2."""
+    import fastops._gpu.nms as gnms
+    rng = np.random.default_rng(21)
+    sizes = {-5: 3, 7: 1, 2: 64, -1: 65, 40: 130}
+    idxs = np.concatenate([np.full(n, c) for c, n in sizes.items()] + [np.full(4, 9)])
+    perm = rng.permutation(idxs.size)
+    idxs = idxs[perm]
+    boxes = clustered(rng, idxs.size)[0]
+    scores = (np.round(rng.uniform(0, 1, idxs.size) * 10) / 10).astype(np.float32)
+    scores[idxs == -5] = np.nan                    # a class with no candidate
+    scores[np.flatnonzero(idxs == 40)[:7]] = np.nan
+    want = fastops.batched_nms(boxes, scores, idxs, 0.4)
+    grids = _mask_launches(monkeypatch)
+    same(host(fastops.batched_nms(cp.asarray(boxes), cp.asarray(scores), cp.asarray(idxs),
+                                  0.4)), want)
+    n = np.array([np.count_nonzero((idxs == c) & ~np.isnan(scores)) for c in np.unique(idxs)])
+    assert sum(grids) == int((((n + 63) // 64) ** 2).sum())
+    assert sum(grids) < ((idxs.size + 63) // 64) ** 2
+    monkeypatch.setattr(gnms, "_MASK_BUDGET", 8)
+    monkeypatch.setattr(gnms, "_SHARED_MAX", 8)
+    grids.clear()
+    same(host(fastops.batched_nms(cp.asarray(boxes), cp.asarray(scores), cp.asarray(idxs),
+                                  0.4)), want)
+    assert len(grids) == np.count_nonzero(n)     # one launch per class with candidates
+
+
+def test_nms_masks_sized_by_candidates(cp, monkeypatch):
+    """A score threshold leaves few candidates: the masks cover them only (pad=True keeps
+    N-sized masks and no host sync), problems with none in the middle of a group, equal
+    to the CPU either way."""
+    rng, b, s = _nms_inputs(16, 300)
+    s[0, 1] = 0.0                                  # (batch 0, class 1): no candidate
+    grids = _mask_launches(monkeypatch)
+    for args in [(None, 0.5, 0.85), (3, 0.5, 0.85, 0, 0, True), (None, 0.5, 2.0)]:
+        grids.clear()
+        got = host(fastops.non_max_suppression(cp.asarray(b), cp.asarray(s), *args))
+        same(got, fastops.non_max_suppression(b, s, *args))
+        thr = args[2]
+        n = np.count_nonzero(s > thr, axis=2).reshape(-1)
+        rows = np.full_like(n, 300) if len(args) > 5 else n
+        assert sum(grids) == int((((rows + 63) // 64) ** 2).sum())
+
+
 # ------------------------------------------------------------------ RoIAlign
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_roi_align_bitwise(cp, dtype):

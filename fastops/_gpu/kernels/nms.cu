@@ -8,9 +8,9 @@
 // never contracts them into FMAs: the IoU is bit-identical to the CPU's.
 //
 // Pipeline (launchers in fastops/_gpu/nms.py): nms_prepare (normalized boxes), nms_keys
-// (order keys, candidate counts), a stable cupy.argsort per problem, nms_mask (the
-// 64-bit IoU bitmask, 64x64 tiles), nms_sweep (one block per problem unwraps the mask
-// on the device), nms_emit (output rows).
+// (order keys, candidate counts), a stable sort per problem, nms_mask (the 64-bit IoU
+// bitmask of each problem's candidates, 64x64 tiles), nms_sweep (one block per problem
+// unwraps the mask on the device), nms_emit (output rows).
 
 // std::min / std::max semantics (NaN handling included), as the CPU kernels use
 __device__ __forceinline__ T mn(T a, T b) { return (b < a) ? b : a; }
@@ -78,23 +78,42 @@ __device__ __forceinline__ bool iou_gt(T bl0, T bl1, T bh0, T bh1, T ba, T kl0, 
          (ka > (T)0) & (inter / uni > thr);
 }
 
-// Grid (cw, cw, problems in this launch), 64 threads.  Block (cb, rb, z) sets, for row
-// i = rb*64 + t of problem p = p0 + z (sorted position), bit k of word cb when the box at
-// sorted position j = cb*64 + k > i is suppressed by it.  Only tiles with cb >= rb and
-// rows/cols below the problem's count are written: the sweep reads nothing else.
-// use_cls: boxes of different cls[] (indexed by box) never suppress each other.
+// A launch group's problems q = 0..z-1 (problem p = p0 + q) are described by rows of
+// `tab` (i64, kTab columns, built by fastops/_gpu/nms.py _suppress):
+//   ord_start  its first position in `order` (its candidates follow in sorted order)
+//   cw         64-bit mask words per row: ceil(rows / 64), rows >= its candidate count
+//   mask_off   its first word in `mask` (rows * cw words)
+//   tile_off   its first 64x64 tile in the launch (cw * cw tiles)
+//   out_off    its first slot in `sel`
+//   rem_off    its first word of `removed_g` (cw words)
+// counts[p] is its candidate count on the device.  Masks are sized by the candidates
+// that pass the score threshold (or by N where the host may not wait for the counts),
+// and batched_nms gives each class its own problem: no N x N mask across classes.
+#define kTab 6
+
+// One block of 64 threads per tile.  Tile (rb, cb) of problem q sets, for row
+// i = rb*64 + t (sorted position), bit k of word cb when the candidate at sorted position
+// j = cb*64 + k > i is suppressed by it.  Only tiles with cb >= rb and rows/cols below the
+// problem's count are written: the sweep reads nothing else.
 extern "C" __global__ void nms_mask(const T* buf, i64 N, i64 C, const i64* order,
-                                    const u64* counts, i64 p0, const i64* cls, int use_cls,
-                                    T thr, T off, u64* mask, i64 cw) {
-  const i64 rb = blockIdx.y, cb = blockIdx.x, z = blockIdx.z, p = p0 + z;
+                                    const u64* counts, i64 p0, const i64* tab, i64 z, T thr,
+                                    T off, u64* mask) {
+  const i64 tile = blockIdx.x;
+  i64 lo = 0, hi = z - 1;                 // the last problem whose tiles start <= tile
+  while (lo < hi) {
+    const i64 mid = (lo + hi + 1) / 2;
+    if (tab[mid * kTab + 3] <= tile) lo = mid; else hi = mid - 1;
+  }
+  const i64* row = tab + lo * kTab;
+  const i64 p = p0 + lo, cw = row[1], t_in = tile - row[3];
+  const i64 rb = t_in / cw, cb = t_in % cw;
   if (cb < rb) return;
   const i64 n = (i64)counts[p];
   const i64 r0 = rb * 64, c0 = cb * 64;
   if (r0 >= n || c0 >= n) return;
   __shared__ T sl0[64], sl1[64], sh0[64], sh1[64], sa[64];
-  __shared__ i64 scl[64];
   const T* bx = buf + (p / C) * 5 * N;
-  const i64* ord = order + p * N;
+  const i64* ord = order + row[0];
   const int t = threadIdx.x;
   const i64 j = c0 + t;
   if (j < n) {
@@ -104,7 +123,6 @@ extern "C" __global__ void nms_mask(const T* buf, i64 N, i64 C, const i64* order
     sh0[t] = bx[2 * N + bj];
     sh1[t] = bx[3 * N + bj];
     sa[t] = bx[4 * N + bj];
-    scl[t] = use_cls ? cls[bj] : 0;
   }
   __syncthreads();
   const i64 i = r0 + t;
@@ -112,39 +130,37 @@ extern "C" __global__ void nms_mask(const T* buf, i64 N, i64 C, const i64* order
   const i64 bi = ord[i];
   const T l0 = bx[bi], l1 = bx[N + bi], h0 = bx[2 * N + bi], h1 = bx[3 * N + bi],
           a = bx[4 * N + bi];
-  const i64 ci = use_cls ? cls[bi] : 0;
   const i64 rem = n - c0;
   const int cols = rem < 64 ? (int)rem : 64;
   u64 bits = 0;
-  for (int k = (rb == cb) ? t + 1 : 0; k < cols; ++k) {
-    if (scl[k] != ci) continue;
+  for (int k = (rb == cb) ? t + 1 : 0; k < cols; ++k)
     if (iou_gt(sl0[k], sl1[k], sh0[k], sh1[k], sa[k], l0, l1, h0, h1, a, off, thr))
       bits |= 1ull << k;
-  }
-  mask[(z * N + i) * cw + cb] = bits;
+  mask[row[2] + i * cw + cb] = bits;
 }
 
-// One block per problem p = p0 + blockIdx.x: the greedy sweep over the mask, 64 rows at
-// a time.  Thread 0 resolves a 64-row block with its removed word and the diagonal mask
+// One block per problem q of the group: the greedy sweep over its mask, 64 rows at a
+// time.  Thread 0 resolves a 64-row block with its removed word and the diagonal mask
 // words; then all threads OR the kept rows' mask rows into the later removed words.
-// removed: shared memory (cw words) when use_shared, else `removed_g` (problems x cw).
-// skip (by box, optional): boxes that are never kept (NaN scores for batched_nms).
-// Writes the kept box indices to sel[p, :cnt] and cnt to out_counts[p].
-extern "C" __global__ void nms_sweep(const u64* mask, i64 N, i64 cw, const i64* order,
-                                     const u64* counts, i64 p0, const unsigned char* skip,
-                                     int use_skip, i64 limit, i64 cap_out, i64* sel,
+// removed: shared memory (cw words) when use_shared, else `removed_g` at rem_off.
+// Writes at most `limit` kept box indices to sel[out_off:] and their count to
+// out_counts[p].
+extern "C" __global__ void nms_sweep(const u64* mask, const i64* order, const u64* counts,
+                                     i64 p0, const i64* tab, i64 limit, i64* sel,
                                      i64* out_counts, u64* removed_g, int use_shared) {
   extern __shared__ u64 smem[];
   __shared__ u64 s_kept;
   __shared__ i64 s_cnt;
-  const i64 z = blockIdx.x, p = p0 + z;
+  const i64 q = blockIdx.x, p = p0 + q;
+  const i64* row = tab + q * kTab;
+  const i64 cw = row[1];
   const int tid = threadIdx.x, bd = blockDim.x;
-  u64* rem = use_shared ? smem : removed_g + z * cw;
+  u64* rem = use_shared ? smem : removed_g + row[5];
   const i64 n = (i64)counts[p];
   const i64 nblk = (n + 63) / 64;
-  const u64* M = mask + z * N * cw;
-  const i64* ord = order + p * N;
-  i64* out = sel + p * cap_out;
+  const u64* M = mask + row[2];
+  const i64* ord = order + row[0];
+  i64* out = sel + row[4];
   for (i64 w = tid; w < nblk; w += bd) rem[w] = 0;
   if (tid == 0) s_cnt = 0;
   __syncthreads();
@@ -156,11 +172,10 @@ extern "C" __global__ void nms_sweep(const u64* mask, i64 N, i64 cw, const i64* 
       const int rows = left < 64 ? (int)left : 64;
       for (int k = 0; k < rows && cnt < limit; ++k) {
         if ((r >> k) & 1ull) continue;
-        const i64 row = rb * 64 + k, b = ord[row];
-        if (use_skip && skip[b]) continue;
-        out[cnt++] = b;
+        const i64 r_i = rb * 64 + k;
+        out[cnt++] = ord[r_i];
         kept |= 1ull << k;
-        r |= M[row * cw + rb];
+        r |= M[r_i * cw + rb];
       }
       s_kept = kept;
       s_cnt = cnt;
