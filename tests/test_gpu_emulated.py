@@ -75,6 +75,49 @@ def test_topk_few_long_rows_split(cp, monkeypatch):
                     same(got[0], want[0])
 
 
+def _launched(monkeypatch, family):
+    """Record the names of the kernels of ``family`` fetched for launches."""
+    import fastops._gpu._compile as comp
+    names, real = [], comp.kernel
+
+    def kernel(fam, name, **defines):
+        if fam == family:
+            names.append(name)
+        return real(fam, name, **defines)
+    monkeypatch.setattr(comp, "kernel", kernel)
+    return names
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int64"])
+def test_topk_short_rows_one_warp_each(cp, dtype, monkeypatch):
+    """Rows of at most 256 with k <= 32 take topk_warp (a warp per row, shuffles): row
+    lengths around the 32-lane grid, k up to 32, ties, NaN and type extremes, both
+    directions, sorted (rank order) and unsorted (ascending index, as the CPU), 11 rows
+    (a partial block of 8), an inner axis and a reversed view, against the CPU."""
+    names = _launched(monkeypatch, "selection")
+    rng = np.random.default_rng(41)
+    for n in (1, 31, 33, 64, 256):
+        x = sample((11, n), dtype, rng=rng, ties=True, specials=dtype.startswith("float"))
+        for k in sorted({1, min(5, n), min(32, n)}):
+            for largest in (True, False):
+                for sorted_ in (True, False):
+                    want = fastops.topk(x, k, 1, largest, sorted_)
+                    got = host(fastops.topk(cp.asarray(x), k, 1, largest, sorted_))
+                    same(got[1], want[1])
+                    same(got[0], want[0])
+    x3 = sample((3, 40, 5), dtype, rng=rng, ties=True)
+    for view, axis in ((x3, 1), (x3[:, ::-1], 1), (x3, 2)):
+        want = fastops.topk(view, 4, axis, False, False)
+        same(host(fastops.topk(cp.asarray(view), 4, axis, False, False))[1], want[1])
+    assert "topk_warp" in names and "topk_rows" not in names
+    names.clear()
+    x = sample((3, 257), dtype, rng=rng, ties=True)         # one past the warp's rows
+    same(host(fastops.topk(cp.asarray(x), 3))[1], fastops.topk(x, 3)[1])
+    x = sample((3, 100), dtype, rng=rng, ties=True)         # k past one winner a lane
+    same(host(fastops.topk(cp.asarray(x), 33))[1], fastops.topk(x, 33)[1])
+    assert names.count("topk_rows") == 2 and "topk_warp" not in names
+
+
 @pytest.mark.parametrize("dtype", ["float32", "uint16"])
 def test_cum_few_long_rows_split(cp, dtype, monkeypatch):
     """Few long rows, and few long columns, are scanned in chunks from carries (summaries,

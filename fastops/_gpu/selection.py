@@ -68,18 +68,32 @@ def topk(x, k, largest, sorted, values, indices):
         outer, inner, k).transpose(0, 2, 1)
 
 
+# Short rows: one warp per row (topk_warp) when the row fits kWarpKeys = 8 keys a lane
+# and k <= 32 (one winner a lane); 8 rows per 256-thread block.  (From the kernel's
+# structure; not yet measured on a GPU: issue 12.)
+_WARP_MAX_N = 32 * 8
+_WARP_MAX_K = 32
+
+
 def _topk_rows(x, k, largest, sorted, values, indices):
-    """One block per row of the (outer, n, inner) view."""
+    """One block per row of the (outer, n, inner) view, or one warp per short row."""
     import cupy
     from fastops._gpu._compile import kernel, elem_strides
     d = _key_defines(x.dtype.name)
     rows = x.shape[0] * x.shape[2]
+    so, sn, si = elem_strides(x)
+    if x.shape[1] <= _WARP_MAX_N and k <= _WARP_MAX_K:
+        fn = kernel("selection", "topk_warp", **d)
+        fn((min(-(-rows // 8), 65535 * 8),), (256,),
+           (x, np.int64(rows), np.int64(x.shape[1]), np.int64(x.shape[2]), np.int64(so),
+            np.int64(sn), np.int64(si), np.int64(k), np.int32(largest), np.int32(sorted),
+            values, indices))
+        return
     P = 1 << max(0, int(k - 1).bit_length())
     key_dtype = np.uint64 if d["KEY"] == "u64" else np.uint32
     skeys = cupy.empty(rows * P, dtype=key_dtype)
     sidx = cupy.empty(rows * P, dtype=np.int64)
     fn = kernel("selection", "topk_rows", **d)
-    so, sn, si = elem_strides(x)
     grid = min(rows, 65535)
     # 256 threads: the bin search of topk_rows' radix passes takes one bin per thread
     fn((grid,), (256,), (x, np.int64(rows), np.int64(x.shape[1]), np.int64(x.shape[2]),

@@ -7,12 +7,16 @@
 // is recorded (__COUNTER__) so that a barrier reached from two different call sites in
 // one phase (divergent __syncthreads, undefined behaviour in CUDA) is reported as a
 // launch error.  (One call site reached by different iterations is not detected.)
-// Not modelled: warps (no lock-step execution, no warp intrinsics beyond bit tricks),
+// Warps: __shfl_sync / __shfl_xor_sync with a full mask are an exchange between the
+// warp's 32 threads (a per-warp barrier on each side); a partial mask, or reading a lane
+// that has exited, is reported as a launch error.  Not modelled: lock-step execution,
+// other warp intrinsics,
 // CUDA's weak memory model (threads here are sequentially consistent at barriers and
 // atomics), concurrent blocks (a kernel relying on inter-block progress would hang),
 // resource limits other than block size / grid size / dynamic shared memory.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <bit>
@@ -66,6 +70,13 @@ struct Block {
   std::string error;
   std::mutex err_mu;
   std::unique_ptr<std::barrier<Check>> bar;
+  std::vector<std::unique_ptr<std::barrier<>>> warp_bar;   // one per 32 threads
+  std::vector<uint64_t> xchg;                              // a shuffle's values, by thread
+  std::vector<char> exited;
+  void fail(const std::string& msg) {
+    std::lock_guard<std::mutex> lock(err_mu);
+    if (error.empty()) error = msg;
+  }
 };
 inline Block* cur_block = nullptr;
 inline thread_local unsigned lin_tid = 0;
@@ -96,6 +107,34 @@ inline void syncthreads(int site, int line) {
 }  // namespace emu
 
 #define __syncthreads() ::emu::syncthreads(__COUNTER__, __LINE__)
+
+namespace emu {
+template <typename V>
+inline V shfl(unsigned mask, V v, int src_lane) {
+  static_assert(sizeof(V) <= 8, "emulated shuffles move up to 8 bytes");
+  Block* b = cur_block;
+  const unsigned warp = lin_tid / 32, first = warp * 32;
+  if (mask != 0xffffffffu) b->fail("__shfl_sync with a partial mask (not emulated)");
+  std::memcpy(&b->xchg[lin_tid], &v, sizeof(V));
+  b->warp_bar[warp]->arrive_and_wait();
+  const unsigned src = first + ((unsigned)src_lane & 31u);
+  V out = v;
+  if (src >= b->nthreads || b->exited[src]) b->fail("__shfl_sync reads a lane that has exited");
+  else std::memcpy(&out, &b->xchg[src], sizeof(V));
+  b->warp_bar[warp]->arrive_and_wait();
+  return out;
+}
+}  // namespace emu
+template <typename V>
+inline V __shfl_sync(unsigned mask, V v, int src_lane, int width = 32) {
+  (void)width;
+  return ::emu::shfl(mask, v, (int)(::emu::lin_tid % 32 / width * width) + src_lane % width);
+}
+template <typename V>
+inline V __shfl_xor_sync(unsigned mask, V v, int lane_mask, int width = 32) {
+  (void)width;
+  return ::emu::shfl(mask, v, (int)(::emu::lin_tid % 32) ^ lane_mask);
+}
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
@@ -261,7 +300,9 @@ int launch(void (*fn)(Ps...), const unsigned* g, const unsigned* b, unsigned lon
         if (done) return;
         call_with(fn, args, std::index_sequence_for<Ps...>{});
         blk.site[t] = -1;                // exited: drops out of this block's barriers
+        blk.exited[t] = 1;
         blk.bar->arrive_and_drop();
+        blk.warp_bar[t / 32]->arrive_and_drop();
         gate.arrive_and_wait();          // block end
       }
     });
@@ -273,6 +314,11 @@ int launch(void (*fn)(Ps...), const unsigned* g, const unsigned* b, unsigned lon
         std::memset(smem.data(), 0xA5, smem.size());   // shared memory starts undefined
         blk.site.assign(nt, -1);
         blk.bar = std::make_unique<std::barrier<Check>>(nt);
+        blk.warp_bar.clear();
+        for (unsigned w0 = 0; w0 < nt; w0 += 32)
+          blk.warp_bar.push_back(std::make_unique<std::barrier<>>(std::min(32u, nt - w0)));
+        blk.xchg.assign(nt, 0);
+        blk.exited.assign(nt, 0);
         gate.arrive_and_wait();
         gate.arrive_and_wait();
       }

@@ -158,6 +158,70 @@ extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64
   }
 }
 
+// Short rows (n <= 32 * kWarpKeys) and k <= 32: one warp per row, the row's rank keys
+// in registers (kWarpKeys a lane).  Winner t is the best entry ranked after winner t-1
+// (entry_before: larger key, then lower index): each lane offers its best such entry,
+// a butterfly of shuffles picks the warp's, and lane t keeps it.  k passes over
+// registers instead of a 256-thread block's radix passes and block scans per row
+// (rows of 20-91 class scores: issue 12).  Unsorted output is the CPU's ascending index
+// order: a winner's slot is the count of winners with a lower index.
+#define kWarpKeys 8
+extern "C" __global__ void topk_warp(const T* x, i64 rows, i64 n, i64 inner, i64 s_outer,
+                                     i64 s_n, i64 s_inner, i64 k, int largest, int sorted,
+                                     T* values, i64* indices) {
+  const int lane = threadIdx.x & 31;
+  const i64 warps = (i64)gridDim.x * (blockDim.x / 32);
+  for (i64 r = (i64)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
+    const i64 o = r / inner, j = r % inner;
+    const T* row = x + o * s_outer + j * s_inner;
+    KEY key[kWarpKeys];
+#pragma unroll
+    for (int m = 0; m < kWarpKeys; ++m) {
+      const i64 i = lane + 32 * m;
+      key[m] = i < n ? rank_key(row[i * s_n], largest) : (KEY)0;
+    }
+    KEY prev_k = 0;
+    i64 prev_i = -1, mine = -1;           // mine: this lane's winner (lane < k)
+    for (i64 t = 0; t < k; ++t) {
+      KEY bk = 0;
+      i64 bi = 0x7fffffffffffffffll;      // no entry: loses to every real one
+#pragma unroll
+      for (int m = 0; m < kWarpKeys; ++m) {
+        const i64 i = lane + 32 * m;
+        const bool after = t == 0 || entry_before(prev_k, prev_i, key[m], i);
+        if (i < n && after && entry_before(key[m], i, bk, bi)) {
+          bk = key[m];
+          bi = i;
+        }
+      }
+#pragma unroll
+      for (int d = 16; d > 0; d >>= 1) {
+        const KEY ok = __shfl_xor_sync(0xffffffffu, bk, d);
+        const i64 oi = __shfl_xor_sync(0xffffffffu, bi, d);
+        if (entry_before(ok, oi, bk, bi)) {
+          bk = ok;
+          bi = oi;
+        }
+      }
+      if (lane == t) mine = bi;
+      prev_k = bk;
+      prev_i = bi;
+    }
+    i64 slot = lane;
+    if (!sorted) {
+      slot = 0;
+      for (int s = 0; s < 32; ++s) {
+        const i64 other = __shfl_sync(0xffffffffu, mine, s);
+        slot += s < k && other < mine;
+      }
+    }
+    if (lane < k) {
+      values[o * k * inner + slot * inner + j] = row[mine * s_n];
+      indices[o * k * inner + slot * inner + j] = mine;
+    }
+  }
+}
+
 // Running (value, index) state of cummax/cummin.  Combining the summary of an earlier
 // segment `a` with that of the later segment `b` applies torch's rule to b's result, so
 // the combine is associative and a block-wide scan gives the sequential answer.
