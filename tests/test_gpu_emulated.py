@@ -118,6 +118,28 @@ def test_topk_short_rows_one_warp_each(cp, dtype, monkeypatch):
     assert names.count("topk_rows") == 2 and "topk_warp" not in names
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int16", "float64", "uint64"])
+def test_topk_winners_in_global_memory_sorted_by_a_device_sort(cp, dtype, monkeypatch):
+    """Past _SMEM_MAX_P the winners stay in global scratch and a device sort orders
+    them (32-bit keys: one packed sort; 64-bit: two stable sorts): forced small, with
+    ties, NaN, both directions, an inner axis and the shared-memory path beside, against
+    the CPU."""
+    from fastops._gpu import selection as gsel
+    rng = np.random.default_rng(43)
+    x = sample((5, 300), dtype, rng=rng, ties=True, specials=dtype.startswith("float"))
+    x3 = sample((2, 300, 3), dtype, rng=rng, ties=True)
+    cases = [(x, 1, k) for k in (40, 299)] + [(x3, 1, 40)]
+    for limit in (4, 2048):
+        monkeypatch.setattr(gsel, "_SMEM_MAX_P", limit)
+        for view, axis, k in cases:
+            for largest in (True, False):
+                for sorted_ in (True, False):
+                    want = fastops.topk(view, k, axis, largest, sorted_)
+                    got = host(fastops.topk(cp.asarray(view), k, axis, largest, sorted_))
+                    same(got[1], want[1])
+                    same(got[0], want[0])
+
+
 @pytest.mark.parametrize("dtype", ["float32", "uint16"])
 def test_cum_few_long_rows_split(cp, dtype, monkeypatch):
     """Few long rows, and few long columns, are scanned in chunks from carries (summaries,

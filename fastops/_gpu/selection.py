@@ -74,6 +74,10 @@ def topk(x, k, largest, sorted, values, indices):
 _WARP_MAX_N = 32 * 8
 _WARP_MAX_K = 32
 
+# Longer rows: topk_rows keeps its P = next power of two >= k winners in shared memory
+# up to this P (see _topk_rows).
+_SMEM_MAX_P = 2048
+
 
 def _topk_rows(x, k, largest, sorted, values, indices):
     """One block per row of the (outer, n, inner) view, or one warp per short row."""
@@ -91,15 +95,45 @@ def _topk_rows(x, k, largest, sorted, values, indices):
         return
     P = 1 << max(0, int(k - 1).bit_length())
     key_dtype = np.uint64 if d["KEY"] == "u64" else np.uint32
-    skeys = cupy.empty(rows * P, dtype=key_dtype)
-    sidx = cupy.empty(rows * P, dtype=np.int64)
+    # the winners in shared memory up to P = 2048 (32 KiB with 64-bit keys, beside the
+    # kernel's ~10 KiB of static shared memory); beyond, in global scratch, and sorted
+    # there by one device sort of all rows (a bitonic sort in global memory was the
+    # alternative)
+    smem = P * (8 + np.dtype(key_dtype).itemsize)
+    use_smem = P <= _SMEM_MAX_P
+    skeys = cupy.empty(1 if use_smem else rows * P, dtype=key_dtype)
+    sidx = cupy.empty(1 if use_smem else rows * P, dtype=np.int64)
     fn = kernel("selection", "topk_rows", **d)
     grid = min(rows, 65535)
     # 256 threads: the bin search of topk_rows' radix passes takes one bin per thread
     fn((grid,), (256,), (x, np.int64(rows), np.int64(x.shape[1]), np.int64(x.shape[2]),
                          np.int64(so), np.int64(sn), np.int64(si), np.int64(k),
-                         np.int32(largest), np.int32(sorted), skeys, sidx, np.int64(P),
-                         values, indices))
+                         np.int32(largest), np.int32(sorted and use_smem), skeys, sidx,
+                         np.int64(P), np.int32(use_smem), values, indices),
+       shared_mem=smem if use_smem else 0)
+    if sorted and not use_smem:
+        _sort_winners(skeys.reshape(rows, P)[:, :k], x.shape, values, indices)
+
+
+def _sort_winners(keys, shape, values, indices):
+    """Reorder each row's k winners (index order, their rank keys in ``keys``, (rows, k))
+    by rank: larger key first, ties in index order.  One stable radix sort of
+    (row << 32 | ~key) for 32-bit keys; two stable sorts (by ~key, then by row) for
+    64-bit keys."""
+    import cupy
+    outer, _, inner = shape
+    rows, k = keys.shape
+    row = cupy.arange(rows, dtype=np.uint64)[:, None]
+    if keys.dtype == np.uint32:
+        perm = cupy.argsort(((row << np.uint64(32)) | (~keys).astype(np.uint64)).reshape(-1))
+    else:
+        by_key = cupy.argsort((~keys).reshape(-1))
+        perm = by_key[cupy.argsort(cupy.broadcast_to(row, (rows, k)).reshape(-1)[by_key])]
+    perm = perm.reshape(rows, k) - cupy.arange(0, rows * k, k, dtype=np.int64)[:, None]
+    for out in (values, indices):
+        flat = out.transpose(0, 2, 1).reshape(rows, k)        # a copy when inner > 1
+        out[...] = cupy.take_along_axis(flat, perm, axis=1).reshape(
+            outer, inner, k).transpose(0, 2, 1)
 
 
 # Few long rows along the contiguous axis: cumext_rows runs one block per row.  Such rows

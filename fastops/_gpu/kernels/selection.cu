@@ -48,10 +48,14 @@ __device__ __forceinline__ bool entry_before(KEY ka, i64 ia, KEY kb, i64 ib) {
 // One block per row (grid-stride over rows).  Radix select finds the k-th rank key,
 // then an ordered pass takes every key above it and the lowest-index equal keys, an
 // optional bitonic sort orders the k winners, and the gather writes values/indices.
-// skeys/sidx: scratch of P entries per row, P = next power of two >= k.
+// The k winners live in P entries, P = next power of two >= k: in dynamic shared memory
+// when use_smem (P * (8 + sizeof(KEY)) bytes, indices first), else in the global
+// scratch skeys/sidx (P per row; the launcher then sorts there, fastops/_gpu/selection.py).
 extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64 s_outer,
                                      i64 s_n, i64 s_inner, i64 k, int largest, int sorted,
-                                     KEY* skeys, i64* sidx, i64 P, T* values, i64* indices) {
+                                     KEY* skeys, i64* sidx, i64 P, int use_smem, T* values,
+                                     i64* indices) {
+  extern __shared__ u64 topk_smem[];
   __shared__ unsigned long long hist[256];
   __shared__ KEY s_prefix;
   __shared__ i64 s_remaining;
@@ -60,8 +64,8 @@ extern "C" __global__ void topk_rows(const T* x, i64 rows, i64 n, i64 inner, i64
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const i64 o = r / inner, j = r % inner;
     const T* row = x + o * s_outer + j * s_inner;
-    KEY* rk = skeys + r * P;
-    i64* ri = sidx + r * P;
+    i64* ri = use_smem ? (i64*)topk_smem : sidx + r * P;
+    KEY* rk = use_smem ? (KEY*)(topk_smem + P) : skeys + r * P;
 
     KEY prefix = 0, mask = 0;
     i64 remaining = k;
