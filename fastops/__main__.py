@@ -69,12 +69,25 @@ def copy_bandwidth(nbytes=256 << 20, repeats=5):
 SETTLE_S = 0.02
 
 
-def measure(wl, impls, repeats, missing):
+# --hot: pause between implementations (the previous one's pools stop spinning), and
+# untimed calls before an implementation's back-to-back timed ones.
+HOT_PAUSE_S = 0.2
+HOT_WARMUP = 3
+
+
+def measure(wl, impls, repeats, missing, hot=False):
     """Median seconds per impl; repeats are interleaved so drift hits every impl alike,
     and the order rotates each repeat so that no impl always runs right after the same
     other one (on the 2-vCPU VM a call's speed depended on its predecessor: cv2's
     resize took 2.1 ms right after torch or onnxruntime and 3.0 ms after fastops, and
-    fastops' 2.1 ms after cv2 and 2.3-2.4 ms after torch).
+    fastops' 2.1 ms after cv2 and 2.3-2.4 ms after torch).  Each timed call follows
+    SETTLE_S of idle time: a call after a pause, as in a pipeline that does other work
+    between calls.
+
+    ``hot``: each impl's repeats run back to back instead (its threads awake, its data
+    cached), as in a loop of calls; workloads with ``hot_ok`` False keep the pauses.  The
+    two disagree where a library's threads wake slowly: the STN grid_sample workload,
+    torch 5.8 ms after a pause, 2.1 hot.
 
     An impl whose library is not installed is added to ``missing`` (name -> module); one
     that has no such op is simply absent from the result."""
@@ -90,6 +103,17 @@ def measure(wl, impls, repeats, missing):
             continue
     times = {impl: [] for impl in fns}
     order = list(fns)
+    if hot and wl.hot_ok:
+        for impl, fn in fns.items():
+            time.sleep(HOT_PAUSE_S)
+            for _ in range(HOT_WARMUP):
+                fn()
+            for _ in range(repeats):
+                t = time.perf_counter()
+                for _ in range(wl.calls):
+                    fn()
+                times[impl].append((time.perf_counter() - t) / wl.calls)
+        return {impl: float(np.median(ts)) for impl, ts in times.items()}
     for r in range(repeats):
         for impl in order[r % len(order):] + order[:r % len(order)]:
             fn = fns[impl]
@@ -121,6 +145,8 @@ def bench(argv):
     p.add_argument("--repeat", type=int, help="timed repeats per implementation (>= 1)")
     p.add_argument("--device", choices=("cpu", "gpu", "all"), default="all",
                    help="which backends to measure (gpu only where CuPy sees a device)")
+    p.add_argument("--hot", action="store_true", help="time each implementation's calls "
+                   "back to back (a loop of calls) instead of each after a pause")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     args = p.parse_args(argv)
     known = sorted({w.op for w in workloads()})
@@ -138,8 +164,9 @@ def bench(argv):
     selected = [wl for wl in workloads()
                 if not (ops and wl.op not in ops) and not (args.quick and not wl.quick)]
     bw = copy_bandwidth()
+    mode = "back to back (--hot)" if args.hot else "each after a pause"
     print(f"fastops {fastops.__version__}, {fastops.get_num_threads()} threads, "
-          f"copy bandwidth {bw / 1e9:.1f} GB/s, median of {repeats} calls, in ms")
+          f"copy bandwidth {bw / 1e9:.1f} GB/s, median of {repeats} calls {mode}, in ms")
     print(LEGEND)
     width = max([len(w.name) for w in selected] + [20]) + 2
     rows, missing = [], {}
@@ -147,7 +174,7 @@ def bench(argv):
         for device, impls in (("cpu", CPU_IMPLS), ("gpu", GPU_IMPLS)):
             if (device == "gpu" and not gpu) or args.device not in ("all", device):
                 continue
-            med = measure(wl, impls, repeats, missing)
+            med = measure(wl, impls, repeats, missing, hot=args.hot)
             if not med:
                 continue
             mine = med.get(impls[0])
@@ -170,7 +197,7 @@ def bench(argv):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": fastops.get_num_threads(), "copy_GBps": bw / 1e9,
-                       "repeats": repeats, "machine": platform.platform(), "rows": rows,
+                       "repeats": repeats, "hot": args.hot, "machine": platform.platform(), "rows": rows,
                        "not_installed": sorted(set(missing.values()))}, f, indent=1)
     return 0
 

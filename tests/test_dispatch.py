@@ -1,4 +1,5 @@
 """The dispatch layer, DLPack round trips, thread control and the CLI."""
+import os
 import subprocess
 import sys
 
@@ -259,6 +260,21 @@ def test_bench_cli_explains_its_table():
     assert rows and len({len(r) for r in rows}) == 1          # aligned columns
     header = [line for line in text.splitlines() if line.startswith("workload (cpu)")][0]
     assert len(header) == len(rows[0])
+
+
+def test_bench_cli_hot_mode():
+    """--hot times each implementation's calls back to back and says so."""
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "hot.json")
+        out = subprocess.run([sys.executable, "-m", "fastops", "bench", "--ops", "cummin",
+                              "--repeat", "2", "--quick", "--device", "cpu", "--hot",
+                              "--json", path], capture_output=True, text=True, check=True)
+        assert "back to back (--hot)" in out.stdout.splitlines()[0]
+        data = json.load(open(path))
+    assert data["hot"] is True and data["rows"]
+    assert all(r["ms"]["fastops"] > 0 for r in data["rows"])
 
 
 def test_public_functions_are_typed():

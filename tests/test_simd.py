@@ -47,6 +47,23 @@ def workloads():
                     calls[f"grid_sample {n} {mode} {pad} {ac}"] = (
                         lambda x=x, g=grid, m=mode, p=pad, a=ac:
                         fastops.grid_sample(x, g, mode=m, padding_mode=p, align_corners=a))
+        # float bilinear zeros with <= 4 channels: the AVX2 build's direct path
+        # (grid_sample.hpp linear2_direct); special and edge coordinates, strided views.
+        # float32 only: float64 takes the plan path in both builds, where a NaN sample's
+        # payload (all NaN alike) differs between the builds' code
+        g3 = grid.copy()
+        g3.reshape(-1)[::17] = np.nan
+        g3.reshape(-1)[5::23] = np.inf
+        g3.reshape(-1)[7::29] = -np.inf
+        g3.reshape(-1)[3::31] = 1.0
+        g3.reshape(-1)[9::37] = -1.0
+        g3.reshape(-1)[11::41] = 1e30
+        for ac in (False, True) if dt == np.float32 else ():
+            for name, xv in (("C3", x[:, :3]), ("C1 strided", x[:, 1:2, ::2]),
+                             ("C4 flipped", x[:, 2:, ::-1, ::-1])):
+                calls[f"grid_sample {n} bilinear zeros {ac} {name}"] = (
+                    lambda xv=xv, g=g3, a=ac: fastops.grid_sample(
+                        xv, g, mode="bilinear", padding_mode="zeros", align_corners=a))
         calls[f"deform_conv2d {n}"] = lambda x=x, o=off, w=w, b=b: fastops.deform_conv2d(
             x, o, w, b, padding=1)
         calls[f"modulated_deform_conv2d {n}"] = (

@@ -24,6 +24,9 @@ class Workload:
     heavy: bool = False                         # in the thread-scaling benchmark
     quick: bool = True                          # part of `bench --quick`
     calls: int = 1                              # calls per timing (microsecond workloads)
+    # back-to-back calls measure the call (bench --hot); False where a repeat is not a
+    # new computation (fastops._bench.dask: the scheduler still holds the last result)
+    hot_ok: bool = True
 
     _inputs: Optional[dict] = dataclasses.field(default=None, repr=False)
 

@@ -143,7 +143,7 @@ def _topk_workload(peer):
         name=f"dask topk {shape[0]}x{shape[1]} f32 {shape[1] // chunks[1]} chunks k={k} "
              f"vs da.{peer}",
         op="dask.topk", make=make, impls={"fastops": fast, "dask": dask_impl},
-        quick=False)
+        quick=False, hot_ok=False)
 
 
 # ------------------------------------------------------------------ cummax
@@ -167,7 +167,7 @@ def _cummax_workload(axis):
     return Workload(
         name=f"dask cummax {shape[0]}x{shape[1]} f32 axis={axis} 8 chunks",
         op="dask.cummax", make=make, impls={"fastops": fast, "dask": dask_impl},
-        quick=False)
+        quick=False, hot_ok=False)
 
 
 # ------------------------------------------------------------------ nonzero
@@ -196,7 +196,7 @@ def _nonzero_workload():
     return Workload(
         name="dask nonzero 8192x4096 bool 10% 8 chunks (known chunk sizes)",
         op="dask.nonzero", make=make, impls={"fastops": fast, "dask": dask_impl},
-        quick=False)
+        quick=False, hot_ok=False)
 
 
 WORKLOADS = [

@@ -38,6 +38,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "common.hpp"
 #include "interp.hpp"
@@ -774,6 +777,165 @@ void run(const Tin* x, const Shape& s, Tin* out, int64_t taps, int nthreads, Pla
   });
 }
 
+#if defined(__AVX2__)
+// 2-D bilinear sampling of float with zeros padding and at most kGsCB channels (a
+// spatial transformer's RGB images): 8 output points at a time in AVX2 registers,
+// coordinates, floors, weights and masks as plan_linear2 computes them and the taps by
+// masked gathers (an outside tap reads as +0, as `load` makes it), combined in `apply`'s
+// order: the same operations, so the same bits as the plan path, which the baseline build
+// runs.  No plan: with one channel pass the plan was written and read back once, and
+// computing it point by point cost more than the sampling (STN workload, 8x3x256x256,
+// 2 threads, hot: 3.5 ms against torch's 2.1; see docs/performance.md).  Offsets are
+// 32-bit (direct_fits).
+inline bool direct_fits(const Shape& s) {
+  const int64_t lim = int64_t(1) << 30;
+  return s.D == 1 && s.C <= kGsCB && s.W < lim && s.H < lim &&
+         (s.W + 1) * (s.sW < 0 ? -s.sW : s.sW) + (s.H + 1) * (s.sH < 0 ? -s.sH : s.sH) < lim;
+}
+
+inline void linear2_direct(const float* x, const float* grid, const Shape& s, bool align,
+                           float* out, int nthreads) {
+  const Axis<float, true> ax(s.W, align), ay(s.H, align);
+  const int64_t P = s.Ho * s.Wo;
+  const int nt = threads_for(work_product(work_product(s.N * s.C, P), 4), nthreads);
+  constexpr int64_t kChunk = 4096;  // points per work item (a multiple of 8)
+  const int64_t cpi = (P + kChunk - 1) / kChunk, items = s.N * cpi;
+  const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+  const __m256 sx = _mm256_set1_ps(ax.scale), sy = _mm256_set1_ps(ay.scale);
+  const __m256 wlim = _mm256_set1_ps(static_cast<float>(s.W)),
+               hlim = _mm256_set1_ps(static_cast<float>(s.H)),
+               mone = _mm256_set1_ps(-1.0f);
+  const __m256i iw = _mm256_set1_epi32(static_cast<int>(s.W)),
+                ih = _mm256_set1_epi32(static_cast<int>(s.H)),
+                isw = _mm256_set1_epi32(static_cast<int>(s.sW)),
+                ish = _mm256_set1_epi32(static_cast<int>(s.sH)),
+                ione = _mm256_set1_epi32(1);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const bool paired = s.gW == 2 && s.gK == 1;  // (x, y) pairs contiguous along a row
+  // One axis: unnormalized coordinate v, floor f, tap index i0 (0 where v is outside
+  // [-1, size) or NaN: both masks 0 then), masks of taps i0 and i0 + 1.
+  auto axis = [&](__m256 g, __m256 scale, __m256 lim, __m256i isize, __m256& v, __m256& f,
+                  __m256i& i0, __m256i& m0, __m256i& m1) {
+    v = _mm256_mul_ps(_mm256_add_ps(g, one), scale);
+    if (!align) v = _mm256_sub_ps(v, half);
+    f = _mm256_floor_ps(v);
+    const __m256i in = _mm256_castps_si256(_mm256_and_ps(
+        _mm256_cmp_ps(v, mone, _CMP_GE_OQ), _mm256_cmp_ps(v, lim, _CMP_LT_OQ)));
+    i0 = _mm256_and_si256(_mm256_cvttps_epi32(f), in);
+    const __m256i i1 = _mm256_add_epi32(i0, ione);
+    m0 = _mm256_and_si256(in, _mm256_cmpgt_epi32(i0, _mm256_set1_epi32(-1)));
+    m1 = _mm256_and_si256(in, _mm256_cmpgt_epi32(isize, i1));  // i1 >= 0 when in
+  };
+  // apply's order: ((v0 * w0 + v1 * w1) + v2 * w2) + v3 * w3
+  auto combine = [](__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 w0, __m256 w1,
+                    __m256 w2, __m256 w3, float* dst, int cnt, __m256i live) {
+    const __m256 r = _mm256_add_ps(
+        _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(v0, w0), _mm256_mul_ps(v1, w1)),
+                      _mm256_mul_ps(v2, w2)),
+        _mm256_mul_ps(v3, w3));
+    if (cnt == 8) _mm256_storeu_ps(dst, r);
+    else _mm256_maskstore_ps(dst, live, r);
+  };
+  parallel_for(items, 1, nt, [&](int64_t lo, int64_t hi, int) {
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t n = item / cpi, p0 = (item % cpi) * kChunk;
+      const int64_t p1 = std::min(P, p0 + kChunk);
+      const float* xn = x + n * s.sN;
+      float* on = out + n * s.C * P;
+      GridWalk<float> gw(grid, s, n, p0);
+      for (int64_t p = p0; p < p1; p += 8) {
+        const int cnt = static_cast<int>(std::min<int64_t>(8, p1 - p));
+        __m256 GX, GY;
+        if (cnt == 8 && paired && gw.w + 8 <= s.Wo) {
+          // 8 (x, y) pairs of one grid row: two loads, de-interleaved in registers (a
+          // store of 8 scalars then a vector load stalled on store forwarding)
+          const float* q = gw.at();
+          const __m256 a = _mm256_loadu_ps(q), b = _mm256_loadu_ps(q + 8);
+          GX = _mm256_castpd_ps(_mm256_permute4x64_pd(
+              _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))),
+              _MM_SHUFFLE(3, 1, 2, 0)));
+          GY = _mm256_castpd_ps(_mm256_permute4x64_pd(
+              _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))),
+              _MM_SHUFFLE(3, 1, 2, 0)));
+          for (int k = 0; k < 8; ++k) gw.next();
+        } else {
+          float tx[8] = {}, ty[8] = {};
+          for (int k = 0; k < cnt; ++k, gw.next()) {
+            tx[k] = gw.at()[0];
+            ty[k] = gw.at()[s.gK];
+          }
+          GX = _mm256_loadu_ps(tx);
+          GY = _mm256_loadu_ps(ty);
+        }
+        const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), lane);
+        __m256 X, FX, Y, FY;
+        __m256i ix, mx0, mx1, iy, my0, my1;
+        axis(GX, sx, wlim, iw, X, FX, ix, mx0, mx1);
+        axis(GY, sy, hlim, ih, Y, FY, iy, my0, my1);
+        my0 = _mm256_and_si256(my0, live);
+        my1 = _mm256_and_si256(my1, live);
+        // torch: w = x - x_w, e = 1 - w, n = y - y_n, s = 1 - n; nw = s * e ...
+        const __m256 wx = _mm256_sub_ps(X, FX), ex = _mm256_sub_ps(one, wx);
+        const __m256 ny = _mm256_sub_ps(Y, FY), sy_ = _mm256_sub_ps(one, ny);
+        const __m256 w0 = _mm256_mul_ps(sy_, ex), w1 = _mm256_mul_ps(sy_, wx);
+        const __m256 w2 = _mm256_mul_ps(ny, ex), w3 = _mm256_mul_ps(ny, wx);
+        const __m256i o0 = _mm256_add_epi32(_mm256_mullo_epi32(iy, ish),
+                                            _mm256_mullo_epi32(ix, isw));
+        const __m256i o1 = _mm256_add_epi32(o0, isw), o2 = _mm256_add_epi32(o0, ish),
+                      o3 = _mm256_add_epi32(o2, isw);
+        const __m256 k0 = _mm256_castsi256_ps(_mm256_and_si256(my0, mx0));
+        const __m256 k1 = _mm256_castsi256_ps(_mm256_and_si256(my0, mx1));
+        const __m256 k2 = _mm256_castsi256_ps(_mm256_and_si256(my1, mx0));
+        const __m256 k3 = _mm256_castsi256_ps(_mm256_and_si256(my1, mx1));
+        const __m256 zero = _mm256_setzero_ps();
+        const __m256 all4 = _mm256_and_ps(_mm256_and_ps(k0, k1), _mm256_and_ps(k2, k3));
+        if (s.sW == 1 && _mm256_movemask_ps(all4) == 0xFF) {
+          // every tap inside, nw/ne and sw/se adjacent: 8-byte pair loads, split in
+          // registers (half the loads of one tap at a time)
+          alignas(32) int32_t r0[8], r1[8];
+          _mm256_store_si256(reinterpret_cast<__m256i*>(r0), o0);
+          _mm256_store_si256(reinterpret_cast<__m256i*>(r1), o2);
+          for (int64_t c = 0; c < s.C; ++c) {
+            const float* src = xn + c * s.sC;
+            auto pair = [&](int32_t o) {
+              double d;
+              std::memcpy(&d, src + o, sizeof d);
+              return d;
+            };
+            auto split = [&](const int32_t* r, __m256& left, __m256& right) {
+              const __m256 a = _mm256_castpd_ps(
+                  _mm256_setr_pd(pair(r[0]), pair(r[1]), pair(r[2]), pair(r[3])));
+              const __m256 b = _mm256_castpd_ps(
+                  _mm256_setr_pd(pair(r[4]), pair(r[5]), pair(r[6]), pair(r[7])));
+              left = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                  _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))),
+                  _MM_SHUFFLE(3, 1, 2, 0)));
+              right = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                  _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))),
+                  _MM_SHUFFLE(3, 1, 2, 0)));
+            };
+            __m256 v0, v1, v2, v3;
+            split(r0, v0, v1);
+            split(r1, v2, v3);
+            combine(v0, v1, v2, v3, w0, w1, w2, w3, on + c * P + p, cnt, live);
+          }
+          continue;
+        }
+        // an outside tap is gathered as +0 (masked), as `load` makes it
+        for (int64_t c = 0; c < s.C; ++c) {
+          const float* src = xn + c * s.sC;
+          const __m256 v0 = _mm256_mask_i32gather_ps(zero, src, o0, k0, 4);
+          const __m256 v1 = _mm256_mask_i32gather_ps(zero, src, o1, k1, 4);
+          const __m256 v2 = _mm256_mask_i32gather_ps(zero, src, o2, k2, 4);
+          const __m256 v3 = _mm256_mask_i32gather_ps(zero, src, o3, k3, 4);
+          combine(v0, v1, v2, v3, w0, w1, w2, w3, on + c * P + p, cnt, live);
+        }
+      }
+    }
+  });
+}
+#endif
+
 }  // namespace gs
 
 // x (N, C, [D,] H, W) with every extent >= 1 and N * C * outputs >= 1 (checked by the
@@ -786,6 +948,13 @@ void grid_sample(const Tin* x, const T* grid, const gs::Shape& s, int rank, int 
   const int pad = padding;
   using NearSplit = Split<NearIn<T>, NearOut>;
   if (rank == 2) {
+#if defined(__AVX2__)
+    if constexpr (std::is_same<Tin, float>::value && std::is_same<T, float>::value)
+      if (mode == kBilinear && pad == kZeros && direct_fits(s)) {
+        linear2_direct(x, grid, s, align, out, nthreads);
+        return;
+      }
+#endif
     if (mode == kNearest) {
       run<NearIn<T>, NearOut, false, Tin, T>(
           x, s, out, 1, nthreads, [&](int64_t n, int64_t p0, int64_t p1, NearSplit& sp) {
