@@ -75,6 +75,13 @@ HOT_PAUSE_S = 0.2
 HOT_WARMUP = 3
 
 
+def _seconds_per_call(fn, calls):
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t) / calls
+
+
 def measure(wl, impls, repeats, missing, hot=False):
     """Median seconds per impl; repeats are interleaved so drift hits every impl alike,
     and the order rotates each repeat so that no impl always runs right after the same
@@ -109,19 +116,12 @@ def measure(wl, impls, repeats, missing, hot=False):
             for _ in range(HOT_WARMUP):
                 fn()
             for _ in range(repeats):
-                t = time.perf_counter()
-                for _ in range(wl.calls):
-                    fn()
-                times[impl].append((time.perf_counter() - t) / wl.calls)
+                times[impl].append(_seconds_per_call(fn, wl.calls))
         return {impl: float(np.median(ts)) for impl, ts in times.items()}
     for r in range(repeats):
         for impl in order[r % len(order):] + order[:r % len(order)]:
-            fn = fns[impl]
             time.sleep(SETTLE_S)
-            t = time.perf_counter()
-            for _ in range(wl.calls):
-                fn()
-            times[impl].append((time.perf_counter() - t) / wl.calls)
+            times[impl].append(_seconds_per_call(fns[impl], wl.calls))
     return {impl: float(np.median(ts)) for impl, ts in times.items()}
 
 
@@ -197,7 +197,8 @@ def bench(argv):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": fastops.get_num_threads(), "copy_GBps": bw / 1e9,
-                       "repeats": repeats, "hot": args.hot, "machine": platform.platform(), "rows": rows,
+                       "repeats": repeats, "hot": args.hot, "machine": platform.platform(),
+                       "rows": rows,
                        "not_installed": sorted(set(missing.values()))}, f, indent=1)
     return 0
 

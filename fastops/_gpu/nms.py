@@ -79,6 +79,8 @@ def _suppress(buf, N, C, order, counts, rows, starts, out_off, iou, off, limit, 
     d = _defines(buf.dtype)
     T = buf.dtype.type
     rows = np.asarray(rows, dtype=np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    out_off = np.asarray(out_off, dtype=np.int64)
     cw = (rows + 63) // 64
     if cw.max(initial=0) > _MAX_WORDS:
         raise ValueError(f"nms: {int(rows.max())} candidate boxes in one problem is more "
@@ -95,11 +97,11 @@ def _suppress(buf, N, C, order, counts, rows, starts, out_off, iou, off, limit, 
         g = slice(p0, p1)
         z = p1 - p0
         tab = np.empty((z, _TAB), dtype=np.int64)
-        tab[:, 0] = np.asarray(starts, dtype=np.int64)[g]
+        tab[:, 0] = starts[g]
         tab[:, 1] = cw[g]
         tab[:, 2] = np.cumsum(words[g]) - words[g]
         tab[:, 3] = np.cumsum(tiles[g]) - tiles[g]
-        tab[:, 4] = np.asarray(out_off, dtype=np.int64)[g]
+        tab[:, 4] = out_off[g]
         tab[:, 5] = np.cumsum(cw[g]) - cw[g]
         n_tiles = int(tiles[g].sum())
         if n_tiles == 0:                        # no candidates: out_counts stay 0

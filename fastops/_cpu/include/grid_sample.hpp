@@ -793,6 +793,15 @@ inline bool direct_fits(const Shape& s) {
          (s.W + 1) * (s.sW < 0 ? -s.sW : s.sW) + (s.H + 1) * (s.sH < 0 ? -s.sH : s.sH) < lim;
 }
 
+// The even and odd floats of a, b (8 (first, second) pairs) as two ordered vectors.
+inline void deinterleave_pairs(__m256 a, __m256 b, __m256& even, __m256& odd) {
+  auto ordered = [](__m256 v) {  // 64-bit lanes 0, 2, 1, 3 -> 0, 1, 2, 3
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
+  };
+  even = ordered(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+  odd = ordered(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
 inline void linear2_direct(const float* x, const float* grid, const Shape& s, bool align,
                            float* out, int nthreads) {
   const Axis<float, true> ax(s.W, align), ay(s.H, align);
@@ -850,13 +859,7 @@ inline void linear2_direct(const float* x, const float* grid, const Shape& s, bo
           // 8 (x, y) pairs of one grid row: two loads, de-interleaved in registers (a
           // store of 8 scalars then a vector load stalled on store forwarding)
           const float* q = gw.at();
-          const __m256 a = _mm256_loadu_ps(q), b = _mm256_loadu_ps(q + 8);
-          GX = _mm256_castpd_ps(_mm256_permute4x64_pd(
-              _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))),
-              _MM_SHUFFLE(3, 1, 2, 0)));
-          GY = _mm256_castpd_ps(_mm256_permute4x64_pd(
-              _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))),
-              _MM_SHUFFLE(3, 1, 2, 0)));
+          deinterleave_pairs(_mm256_loadu_ps(q), _mm256_loadu_ps(q + 8), GX, GY);
           for (int k = 0; k < 8; ++k) gw.next();
         } else {
           float tx[8] = {}, ty[8] = {};
@@ -887,7 +890,6 @@ inline void linear2_direct(const float* x, const float* grid, const Shape& s, bo
         const __m256 k1 = _mm256_castsi256_ps(_mm256_and_si256(my0, mx1));
         const __m256 k2 = _mm256_castsi256_ps(_mm256_and_si256(my1, mx0));
         const __m256 k3 = _mm256_castsi256_ps(_mm256_and_si256(my1, mx1));
-        const __m256 zero = _mm256_setzero_ps();
         const __m256 all4 = _mm256_and_ps(_mm256_and_ps(k0, k1), _mm256_and_ps(k2, k3));
         if (s.sW == 1 && _mm256_movemask_ps(all4) == 0xFF) {
           // every tap inside, nw/ne and sw/se adjacent: 8-byte pair loads, split in
@@ -903,16 +905,10 @@ inline void linear2_direct(const float* x, const float* grid, const Shape& s, bo
               return d;
             };
             auto split = [&](const int32_t* r, __m256& left, __m256& right) {
-              const __m256 a = _mm256_castpd_ps(
-                  _mm256_setr_pd(pair(r[0]), pair(r[1]), pair(r[2]), pair(r[3])));
-              const __m256 b = _mm256_castpd_ps(
-                  _mm256_setr_pd(pair(r[4]), pair(r[5]), pair(r[6]), pair(r[7])));
-              left = _mm256_castpd_ps(_mm256_permute4x64_pd(
-                  _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))),
-                  _MM_SHUFFLE(3, 1, 2, 0)));
-              right = _mm256_castpd_ps(_mm256_permute4x64_pd(
-                  _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))),
-                  _MM_SHUFFLE(3, 1, 2, 0)));
+              deinterleave_pairs(
+                  _mm256_castpd_ps(_mm256_setr_pd(pair(r[0]), pair(r[1]), pair(r[2]), pair(r[3]))),
+                  _mm256_castpd_ps(_mm256_setr_pd(pair(r[4]), pair(r[5]), pair(r[6]), pair(r[7]))),
+                  left, right);
             };
             __m256 v0, v1, v2, v3;
             split(r0, v0, v1);
@@ -922,6 +918,7 @@ inline void linear2_direct(const float* x, const float* grid, const Shape& s, bo
           continue;
         }
         // an outside tap is gathered as +0 (masked), as `load` makes it
+        const __m256 zero = _mm256_setzero_ps();
         for (int64_t c = 0; c < s.C; ++c) {
           const float* src = xn + c * s.sC;
           const __m256 v0 = _mm256_mask_i32gather_ps(zero, src, o0, k0, 4);
