@@ -84,7 +84,10 @@ def workloads():
                 lambda t=table, u=upd, red=red: fastops.scatter_elements(
                     t, np.asarray(rows[:, 0:1].repeat(8, 1)), u, 0, red))
     img = rng.integers(0, 256, (131, 157, 3), dtype=np.uint8)
-    for src in (img, img.astype(np.float32) / 7, img.astype(np.uint16) * 201):
+    four = np.concatenate([img, img[..., :1]], axis=2)
+    for src in (img, img.astype(np.float32) / 7, img.astype(np.uint16) * 201,
+                img[..., 0].astype(np.int16) * -97, np.ascontiguousarray(img[..., :2]) * 3.5,
+                four.astype(np.float32) / 3, four.astype(np.uint16) * 77):
         for flag in (fcv.INTER_NEAREST, fcv.INTER_LINEAR, fcv.INTER_CUBIC, fcv.INTER_AREA,
                      fcv.INTER_LINEAR_EXACT, fcv.INTER_NEAREST_EXACT):
             for size in ((61, 47), (300, 211)):

@@ -854,6 +854,12 @@ struct FloatPath {
       std::is_same<T, double>::value ? 0 : (std::is_same<T, float>::value ? 4 : 8);
 };
 
+// Lanes per output pixel, pixels per 128-bit group, and the elements read from a pixel's
+// first tap (o0 + hwindow <= Lin) of the vector horizontal pass below.
+constexpr int64_t hlanes(int64_t C) { return C == 3 ? 4 : C; }
+constexpr int64_t hgroup_px(int64_t C) { return C == 1 ? 4 : (C == 2 ? 2 : 1); }
+constexpr int64_t hwindow(int64_t C, int K) { return C == 1 ? 4 : (C == 3 ? (K - 1) * 3 + 4 : K * C); }
+
 #if defined(__SSE2__)
 // 4 consecutive elements as float32 (uint16 / int16 widened exactly).
 template <typename T>
@@ -882,6 +888,156 @@ RS_INLINE void store4_16(__m128 v, T* d) {
     q = _mm_packs_epi32(q, q);
   }
   _mm_storel_epi64(reinterpret_cast<__m128i*>(d), q);
+}
+
+// The vector horizontal pass of the float paths (WT float, C <= 4, output pixels whose
+// taps are consecutive source pixels): lanes are output elements, Lp per pixel (C; 4 for
+// C = 3, the fourth lane overwritten by the next pixel's store), P pixels per 128-bit
+// group.  A group's taps come from 4-element windows of the source row (load4f) put in
+// place by in-lane shuffles, so the AVX2 build runs two groups per 256-bit vector (pixels
+// [d, d + P) in the low lane, [d + P, d + 2P) in the high one) with the same code.  Every
+// lane computes ((t0 * c0 + t1 * c1) + t2 * c2) + t3 * c3, the scalar sequence.
+// (float32 1920x1080 -> 640x640 linear, 2 threads: C = 1 1.31 -> see docs/performance.md)
+
+struct Lane128 {
+  using V = __m128;
+  static constexpr int kGroups = 1;
+  // the window at o[0] + e (o: first-tap offsets from the group's first pixel)
+  template <typename T, int P>
+  static RS_INLINE V window(const T* S, const int64_t* o, int64_t e) { return load4f<T>(S + o[0] + e); }
+  static RS_INLINE V load(const float* p) { return _mm_loadu_ps(p); }
+  static RS_INLINE V mul(V a, V b) { return _mm_mul_ps(a, b); }
+  static RS_INLINE V add(V a, V b) { return _mm_add_ps(a, b); }
+  static RS_INLINE V lo(V a, V b) { return _mm_movelh_ps(a, b); }    // a0 a1 b0 b1
+  static RS_INLINE V hi(V a, V b) { return _mm_movehl_ps(b, a); }    // a2 a3 b2 b3
+  static RS_INLINE V unlo(V a, V b) { return _mm_unpacklo_ps(a, b); }  // a0 b0 a1 b1
+  static RS_INLINE V unhi(V a, V b) { return _mm_unpackhi_ps(a, b); }  // a2 b2 a3 b3
+  static RS_INLINE void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static RS_INLINE void store3(float* p, V v) { _mm_storeu_ps(p, v); }
+  static RS_INLINE V set1(float a) { return _mm_set1_ps(a); }
+  template <typename T>
+  static RS_INLINE void store16(V v, T* d) { store4_16<T>(v, d); }
+};
+
+#if defined(__AVX2__)
+// 4 consecutive elements at a (low lane) and at b (high lane) as float32.
+template <typename T>
+RS_INLINE __m256 load4f_x2(const T* a, const T* b) {
+  if constexpr (std::is_same<T, float>::value) {
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(a)), _mm_loadu_ps(b), 1);
+  } else {
+    const __m128i v = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
+                                         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
+    if constexpr (std::is_same<T, uint16_t>::value)
+      return _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(v));
+    else
+      return _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(v));
+  }
+}
+
+struct Lane256 {
+  using V = __m256;
+  static constexpr int kGroups = 2;
+  template <typename T, int P>
+  static RS_INLINE V window(const T* S, const int64_t* o, int64_t e) {
+    return load4f_x2<T>(S + o[0] + e, S + o[P] + e);
+  }
+  static RS_INLINE V load(const float* p) { return _mm256_loadu_ps(p); }
+  static RS_INLINE V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static RS_INLINE V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static RS_INLINE V lo(V a, V b) { return _mm256_shuffle_ps(a, b, 0x44); }
+  static RS_INLINE V hi(V a, V b) { return _mm256_shuffle_ps(a, b, 0xEE); }
+  static RS_INLINE V unlo(V a, V b) { return _mm256_unpacklo_ps(a, b); }
+  static RS_INLINE V unhi(V a, V b) { return _mm256_unpackhi_ps(a, b); }
+  static RS_INLINE void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static RS_INLINE void store3(float* p, V v) {  // pixel d at p, pixel d + 1 at p + 3
+    _mm_storeu_ps(p, _mm256_castps256_ps128(v));
+    _mm_storeu_ps(p + 3, _mm256_extractf128_ps(v, 1));
+  }
+  static RS_INLINE V set1(float a) { return _mm256_set1_ps(a); }
+  template <typename T>
+  static RS_INLINE void store16(V v, T* d) {  // store4_16 for 8 lanes
+    const V lo = _mm256_set1_ps(static_cast<float>(std::numeric_limits<T>::min()));
+    const V hi = _mm256_set1_ps(static_cast<float>(std::numeric_limits<T>::max()));
+    const __m256i q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+    const __m128i a = _mm256_castsi256_si128(q), b = _mm256_extracti128_si256(q, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d), std::is_same<T, uint16_t>::value
+                                                        ? _mm_packus_epi32(a, b)
+                                                        : _mm_packs_epi32(a, b));
+  }
+};
+#endif
+
+// Pixels [d, d + kGroups * P) of one source row S: o = first-tap offsets + d, c = the
+// coefficient table (tap k's lanes at c + k * cstride) + d * Lp, H = the output + d * C.
+template <class L, int C, int K, typename T>
+RS_INLINE void hgroup(const T* S, const int64_t* o, const float* c, int64_t cstride, float* H) {
+  constexpr int P = static_cast<int>(hgroup_px(C));
+  using V = typename L::V;
+  V t[K];
+  if constexpr (C == 1) {  // windows of 4 outputs, transposed
+    V w[4];
+    for (int j = 0; j < 4; ++j) w[j] = L::template window<T, P>(S, o + j, 0);
+    const V a = L::unlo(w[0], w[1]), b = L::unlo(w[2], w[3]);
+    t[0] = L::lo(a, b);
+    t[1] = L::hi(a, b);
+    if constexpr (K == 4) {
+      const V a2 = L::unhi(w[0], w[1]), b2 = L::unhi(w[2], w[3]);
+      t[2] = L::lo(a2, b2);
+      t[3] = L::hi(a2, b2);
+    }
+  } else if constexpr (C == 2) {  // taps (k, k + 1) of two pixels per window pair
+    for (int k = 0; k < K; k += 2) {
+      const V v = L::template window<T, P>(S, o, 2 * k), u = L::template window<T, P>(S, o + 1, 2 * k);
+      t[k] = L::lo(v, u);
+      t[k + 1] = L::hi(v, u);
+    }
+  } else {  // one pixel per group: tap k's window
+    for (int k = 0; k < K; ++k) t[k] = L::template window<T, P>(S, o, k * C);
+  }
+  V acc = L::mul(t[0], L::load(c));
+  for (int k = 1; k < K; ++k) acc = L::add(acc, L::mul(t[k], L::load(c + k * cstride)));
+  if constexpr (C == 3) L::store3(H, acc);
+  else L::store(H, acc);
+}
+
+// The vector pass over pixels [lo, hi); returns where it stopped (the rest is scalar).
+template <int C, int K, typename T>
+inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstride, int64_t lo,
+                    int64_t hi, float* H) {
+  constexpr int64_t P = hgroup_px(C), Lp = hlanes(C);
+  int64_t d = lo;
+#if defined(__AVX2__)
+  for (; d + 2 * P <= hi; d += 2 * P) {
+    hgroup<Lane256, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
+  }
+#endif
+  for (; d + P <= hi; d += P) {
+    hgroup<Lane128, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
+  }
+  return d;
+}
+
+// The vertical pass of 16-bit images over elements [j, n): linear R0 * b0 + R1 * b1, cubic
+// OpenCV's vector order R0 * b0 + (R1 * b1 + (R2 * b2 + R3 * b3)), then saturate_cast
+// (round half to even).  Returns where it stopped.
+template <class L, int K, typename T>
+RS_INLINE int64_t vrun16(const float* const* R, const float* b, int64_t j, int64_t n, T* d) {
+  using V = typename L::V;
+  constexpr int64_t W = sizeof(V) / sizeof(float);
+  V c[K];
+  for (int k = 0; k < K; ++k) c[k] = L::set1(b[k]);
+  for (; j + W <= n; j += W) {
+    if constexpr (K == 2) {
+      L::template store16<T>(L::add(L::mul(L::load(R[0] + j), c[0]), L::mul(L::load(R[1] + j), c[1])),
+                             d + j);
+    } else {
+      const V t = L::add(L::mul(L::load(R[2] + j), c[2]), L::mul(L::load(R[3] + j), c[3]));
+      const V u = L::add(L::mul(L::load(R[1] + j), c[1]), t);
+      L::template store16<T>(L::add(L::mul(L::load(R[0] + j), c[0]), u), d + j);
+    }
+  }
+  return j;
 }
 #endif
 
@@ -925,49 +1081,17 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
   }
   const Img<T> img{x, h, w, C, rs};
   const int64_t Lout = dw * C, Lin = w * C;
-  // pixels whose 4-element loads at every tap stay inside the row (vector path, C 2..4)
-  std::vector<int8_t> xv(static_cast<size_t>(dw), 0);
-  for (int64_t d = 0; d < dw; ++d) {
-    bool ok = C >= 2 && C <= 4;
-    for (int k = 0; k < xn[d]; ++k) ok = ok && xo[d * K + k] + 4 <= Lin;
-    xv[d] = static_cast<int8_t>(ok);
-  }
   // (raw pointers in locals: CPython builds extensions with -fno-strict-aliasing, so a
   // pointer read through a captured vector is reloaded after every store)
   const int64_t* xo_p = xo.data();
   const WT* xa_p = xa.data();
   const int8_t* xn_p = xn.data();
   const int8_t* xz_p = xz.data();
-  const int8_t* xv_p = xv.data();
-  // linear, float sums: the run of pixels with two vector-loadable taps (all but a few at
-  // the edges) takes a loop without the per-pixel tests (float32 1920x1080x3 -> 640x640:
-  // one thread 4.0 -> 2.9 ms); the same operations as the vector branch of `pixel`
-  int64_t f0 = 0, f1 = 0;
-#if defined(__SSE2__)
-  if (K == 2 && std::is_same<WT, float>::value) {
-    auto fast = [&](int64_t d) { return xv[d] && xn[d] == 2; };
-    while (f0 < dw && !fast(f0)) ++f0;
-    f1 = f0;
-    while (f1 < dw && fast(f1)) ++f1;
-  }
-#endif
   auto pixel = [=](const T* S, WT* H, int64_t d) {
     const int64_t* o = xo_p + d * K;
     const WT* a = xa_p + d * K;
     const int n = xn_p[d];
     const bool z = xz_p[d] != 0;
-#if defined(__SSE2__)
-    if constexpr (std::is_same<WT, float>::value) {
-      if (xv_p[d]) {  // one pixel per vector: every lane runs the scalar sequence
-        __m128 acc = _mm_mul_ps(load4f<T>(S + o[0]), _mm_set1_ps(a[0]));
-        if (z) acc = _mm_add_ps(_mm_setzero_ps(), acc);
-        for (int k = 1; k < n; ++k)
-          acc = _mm_add_ps(acc, _mm_mul_ps(load4f<T>(S + o[k]), _mm_set1_ps(a[k])));
-        _mm_storeu_ps(H + d * C, acc);  // (lanes past C: the next pixel or the slack)
-        return;
-      }
-    }
-#endif
     for (int64_t ch = 0; ch < C; ++ch) {
       WT acc = static_cast<WT>(S[o[0] + ch]) * a[0];
       if (z) acc = WT(0) + acc;
@@ -975,20 +1099,48 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
       H[d * C + ch] = acc;
     }
   };
-  auto hrow = [=](const T* S, WT* H) {
-    for (int64_t d = 0; d < f0; ++d) pixel(S, H, d);
+  // The vector pass (float sums, C <= 4) takes the run of pixels whose taps are K
+  // consecutive source pixels (linear: not clamped; cubic: interior) and whose windows
+  // stay inside the row; the few pixels at the edges are scalar.
+  int64_t f0 = 0, f1 = 0;
+  std::vector<int64_t> o0;
+  std::vector<float> cw;
+  using HRun = int64_t (*)(const T*, const int64_t*, const float*, int64_t, int64_t, int64_t,
+                           float*);
+  HRun run = nullptr;
 #if defined(__SSE2__)
-    if constexpr (std::is_same<WT, float>::value) {
-      for (int64_t d = f0; d < f1; ++d) {
-        const int64_t* o = xo_p + 2 * d;
-        const WT* a = xa_p + 2 * d;
-        const __m128 acc = _mm_add_ps(_mm_mul_ps(load4f<T>(S + o[0]), _mm_set1_ps(a[0])),
-                                      _mm_mul_ps(load4f<T>(S + o[1]), _mm_set1_ps(a[1])));
-        _mm_storeu_ps(H + d * C, acc);  // (lanes past C: the next pixel or the slack)
+  if constexpr (std::is_same<WT, float>::value) {
+    if (C <= 4) {
+      auto fast = [&](int64_t d) {
+        return (K == 2 ? xn[d] == 2 : !xz[d]) && xo[d * K] + hwindow(C, K) <= Lin;
+      };
+      while (f0 < dw && !fast(f0)) ++f0;
+      f1 = f0;
+      while (f1 < dw && fast(f1)) ++f1;
+      const int64_t Lp = hlanes(C);
+      o0.resize(static_cast<size_t>(dw));
+      cw.resize(static_cast<size_t>(K * dw * Lp));
+      for (int64_t d = 0; d < dw; ++d) {
+        o0[d] = xo[d * K];
+        for (int k = 0; k < K; ++k)
+          for (int64_t l = 0; l < Lp; ++l) cw[(k * dw + d) * Lp + l] = xa[d * K + k];
       }
+      const HRun runs[2][4] = {{hrun<1, 2, T>, hrun<2, 2, T>, hrun<3, 2, T>, hrun<4, 2, T>},
+                               {hrun<1, 4, T>, hrun<2, 4, T>, hrun<3, 4, T>, hrun<4, 4, T>}};
+      run = runs[K == 4][C - 1];
     }
+  }
 #endif
-    for (int64_t d = f1; d < dw; ++d) pixel(S, H, d);
+  const int64_t* o0_p = o0.data();
+  const float* cw_p = cw.data();
+  const int64_t cstride = dw * hlanes(C);
+  auto hrow = [=](const T* S, WT* H) {
+    int64_t d = 0;
+    for (; d < f0; ++d) pixel(S, H, d);
+    if constexpr (std::is_same<WT, float>::value) {
+      if (run) d = run(S, o0_p, cw_p, cstride, f0, f1, H);
+    }
+    for (; d < dw; ++d) pixel(S, H, d);
   };
   constexpr int64_t lanes = FloatPath<T>::kCubicLanes;
   const WT* yb_p = yb.data();
@@ -1001,10 +1153,10 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
       const WT* S1 = R[1];
 #if defined(__SSE2__)
       if constexpr (std::is_integral<T>::value) {
-        const __m128 vb0 = _mm_set1_ps(b0), vb1 = _mm_set1_ps(b1);
-        for (; j + 4 <= Lout; j += 4)
-          store4_16<T>(_mm_add_ps(_mm_mul_ps(_mm_loadu_ps(S0 + j), vb0),
-                                  _mm_mul_ps(_mm_loadu_ps(S1 + j), vb1)), dst + j);
+#if defined(__AVX2__)
+        j = vrun16<Lane256, 2, T>(R, b, j, Lout, dst);
+#endif
+        j = vrun16<Lane128, 2, T>(R, b, j, Lout, dst);
       }
 #endif
       for (; j < Lout; ++j) dst[j] = store_wt<T, WT>(S0[j] * b0 + S1[j] * b1);
@@ -1014,14 +1166,10 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     const WT b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
 #if defined(__SSE2__)
     if constexpr (std::is_integral<T>::value) {
-      const __m128 v0 = _mm_set1_ps(b0), v1 = _mm_set1_ps(b1), v2 = _mm_set1_ps(b2),
-                   v3 = _mm_set1_ps(b3);
-      for (; j + 4 <= nv; j += 4) {
-        const __m128 t = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(R[2] + j), v2),
-                                    _mm_mul_ps(_mm_loadu_ps(R[3] + j), v3));
-        const __m128 u = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(R[1] + j), v1), t);
-        store4_16<T>(_mm_add_ps(_mm_mul_ps(_mm_loadu_ps(R[0] + j), v0), u), dst + j);
-      }
+#if defined(__AVX2__)
+      j = vrun16<Lane256, 4, T>(R, b, j, nv, dst);
+#endif
+      j = vrun16<Lane128, 4, T>(R, b, j, nv, dst);
     }
 #endif
     for (; j < nv; ++j)
