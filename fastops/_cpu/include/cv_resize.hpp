@@ -284,6 +284,12 @@ struct FixedTables {
   // two shuffled halves (C = 3: (a01, a01, a01, a23) and (a23, a23, 0, 0); C = 2:
   // (a01, a01, a23, a23); C = 4: wa4 and wb4)
   std::vector<int32_t> ws1, ws2;
+  // C = 1: the pairs once per pixel (w1a: taps 0-1, w1b: taps 2-3) and, for the AVX2
+  // pass, per group of 4 outputs from simd_lo: pshufb masks picking its taps from the 16
+  // bytes at its first tap (sh01: taps 0-1, sh23: 2-3; 4 bytes per output) where they all
+  // lie there (gok), else int32 gather indices (o32; empty for rows of 2^31 bytes or more)
+  std::vector<int32_t> w1a, w1b, o32;
+  std::vector<uint8_t> sh01, sh23, gok;
   int64_t simd_lo = 0, simd_hi = 0;  // pixels [simd_lo, simd_hi) take the vector loop
 };
 
@@ -301,17 +307,25 @@ inline void pack_pairs(FixedTables& t, int64_t C, int64_t Lin, int64_t dw) {
   t.o0.assign(static_cast<size_t>(dw), 0);
   t.wa4.assign(static_cast<size_t>(4 * dw), 0);
   t.wb4.assign(static_cast<size_t>(K == 4 ? 4 * dw : 0), 0);
-  // (cubic C = 3, 4: the AVX2 pass loads 16 bytes per pixel)
-  const int64_t reach = K == 2 ? (C == 1 ? 2 : 8)
+  // (cubic C = 3, 4: the AVX2 pass loads 16 bytes per pixel; C = 1: 4-byte gathers)
+  const int64_t reach = K == 2 ? (C == 1 ? 4 : 8)
                                : (C == 1 ? 4 : (C == 2 ? 12 : std::max<int64_t>(2 * C + 8, 16)));
   std::vector<char> ok(static_cast<size_t>(dw), 0);
   const bool shuf = K == 4 && C >= 2 && C <= 4;
   t.ws1.assign(static_cast<size_t>(shuf ? 4 * dw : 0), 0);
   t.ws2.assign(static_cast<size_t>(shuf ? 4 * dw : 0), 0);
+  t.w1a.assign(static_cast<size_t>(C == 1 ? dw : 0), 0);
+  t.w1b.assign(static_cast<size_t>(C == 1 && K == 4 ? dw : 0), 0);
+  t.o32.assign(static_cast<size_t>(C == 1 && Lin <= INT32_MAX ? dw : 0), 0);
   for (int64_t d = 0; d < dw; ++d) {
     const int64_t* o = t.xo.data() + d * K;
     const int16_t* a = t.xa.data() + d * K;
     t.o0[d] = o[0];
+    if (C == 1) {
+      t.w1a[d] = pack_pair(a[0], a[1]);
+      if (K == 4) t.w1b[d] = pack_pair(a[2], a[3]);
+      if (!t.o32.empty()) t.o32[d] = static_cast<int32_t>(o[0]);
+    }
     for (int i = 0; i < 4; ++i) {
       t.wa4[4 * d + i] = pack_pair(a[0], a[1]);
       if (K == 4) t.wb4[4 * d + i] = pack_pair(a[2], a[3]);
@@ -334,6 +348,30 @@ inline void pack_pairs(FixedTables& t, int64_t C, int64_t Lin, int64_t dw) {
   while (t.simd_lo < dw && !ok[t.simd_lo]) ++t.simd_lo;
   t.simd_hi = t.simd_lo;
   while (t.simd_hi < dw && ok[t.simd_hi]) ++t.simd_hi;
+  if (C == 1) {
+    const int64_t n = t.simd_hi - t.simd_lo, groups = (n + 3) / 4;
+    t.sh01.assign(static_cast<size_t>(4 * n), 0x80);
+    t.sh23.assign(static_cast<size_t>(K == 4 ? 4 * n : 0), 0x80);
+    t.gok.assign(static_cast<size_t>(groups), 0);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t x0 = t.simd_lo + 4 * g, base = t.o0[x0];
+      bool fits = x0 + 4 <= t.simd_hi && base + 16 <= Lin;
+      for (int64_t i = 0; i < 4 && fits; ++i) {
+        const int64_t r = t.o0[x0 + i] - base;  // taps r .. r + K - 1
+        if (r < 0 || r + K > 16) {
+          fits = false;
+          break;
+        }
+        uint8_t* m = t.sh01.data() + 4 * (4 * g + i);
+        m[0] = static_cast<uint8_t>(r), m[2] = static_cast<uint8_t>(r + 1);
+        if (K == 4) {
+          uint8_t* m2 = t.sh23.data() + 4 * (4 * g + i);
+          m2[0] = static_cast<uint8_t>(r + 2), m2[2] = static_cast<uint8_t>(r + 3);
+        }
+      }
+      t.gok[g] = fits;
+    }
+  }
 }
 
 inline void fixed_tables(FixedTables& t, int64_t w, int64_t h, int64_t C, int64_t dw,
@@ -424,6 +462,8 @@ inline void hpair_sse2(const uint8_t* S, const FixedTables& t, int64_t lo, int64
   const int32_t* wb = t.wb4.data();
   if constexpr (C == 1) {
     const __m128i z = _mm_setzero_si128();
+    const int32_t* w1a = t.w1a.data();
+    const int32_t* w1b = t.w1b.data();
     int64_t x = lo;
     for (; x + 4 <= hi; x += 4) {
       if constexpr (K == 2) {
@@ -433,14 +473,15 @@ inline void hpair_sse2(const uint8_t* S, const FixedTables& t, int64_t lo, int64
             static_cast<int>(load_u16(S + o0[x + 1])), static_cast<int>(load_u16(S + o0[x])));
         const __m128i pairs = _mm_or_si128(_mm_and_si128(v, _mm_set1_epi32(0xff)),
                                            _mm_slli_epi32(_mm_srli_epi32(v, 8), 16));
-        const __m128i w = _mm_set_epi32(wa[4 * x + 12], wa[4 * x + 8], wa[4 * x + 4], wa[4 * x]);
+        const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w1a + x));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(H + x), _mm_madd_epi16(pairs, w));
       } else {
         const __m128i v = _mm_set_epi32(
             static_cast<int>(load_u32(S + o0[x + 3])), static_cast<int>(load_u32(S + o0[x + 2])),
             static_cast<int>(load_u32(S + o0[x + 1])), static_cast<int>(load_u32(S + o0[x])));
-        const __m128i wlo = _mm_set_epi32(wb[4 * x + 4], wa[4 * x + 4], wb[4 * x], wa[4 * x]);
-        const __m128i whi = _mm_set_epi32(wb[4 * x + 12], wa[4 * x + 12], wb[4 * x + 8], wa[4 * x + 8]);
+        const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w1a + x));
+        const __m128i pb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w1b + x));
+        const __m128i wlo = _mm_unpacklo_epi32(pa, pb), whi = _mm_unpackhi_epi32(pa, pb);
         const __m128i m0 = _mm_madd_epi16(_mm_unpacklo_epi8(v, z), wlo);  // x, x+1: 01 23
         const __m128i m1 = _mm_madd_epi16(_mm_unpackhi_epi8(v, z), whi);  // x+2, x+3
         const __m128 e = _mm_shuffle_ps(_mm_castsi128_ps(m0), _mm_castsi128_ps(m1),
@@ -533,6 +574,55 @@ __attribute__((target("avx2"))) int64_t hcubic_shuffle_avx2(const uint8_t* S,
   return x;
 }
 
+RS_AVX2_FN __m256i ld256(const void* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// C = 1 from lo = simd_lo: 8 outputs per iteration, int16 tap pairs weighed by pmaddwd
+// with the packed coefficient pairs.  The taps of two groups of 4 outputs come from 16
+// bytes at each group's first tap through its pshufb masks (one load and one shuffle per
+// group); blocks whose taps spread wider (downscales beyond ~4x) gather 4 bytes per
+// output (Zen 3: ~14 cycles per gather, 3x the shuffle path).
+template <int K>
+__attribute__((target("avx2"))) int64_t hshuffle1_avx2(const uint8_t* S, const FixedTables& t,
+                                                       int64_t lo, int64_t hi, int32_t* H) {
+  const int64_t* o0 = t.o0.data();
+  const int32_t* o32 = t.o32.data();
+  const int32_t* w1a = t.w1a.data();
+  const int32_t* w1b = t.w1b.data();
+  const uint8_t* sh01 = t.sh01.data();
+  const uint8_t* sh23 = t.sh23.data();
+  const uint8_t* gok = t.gok.data();
+  const bool gather = !t.o32.empty();
+  const int z = -1;
+  const __m256i g01 = _mm256_setr_epi8(0, z, 1, z, 4, z, 5, z, 8, z, 9, z, 12, z, 13, z,
+                                       0, z, 1, z, 4, z, 5, z, 8, z, 9, z, 12, z, 13, z);
+  const __m256i g23 = _mm256_setr_epi8(2, z, 3, z, 6, z, 7, z, 10, z, 11, z, 14, z, 15, z,
+                                       2, z, 3, z, 6, z, 7, z, 10, z, 11, z, 14, z, 15, z);
+  int64_t x = lo;
+  for (; x + 8 <= hi; x += 8) {
+    const int64_t g = (x - lo) / 4;
+    __m256i p01, p23;
+    if (gok[g] && gok[g + 1]) {
+      const __m256i v = _mm256_set_m128i(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(S + o0[x + 4])),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(S + o0[x])));
+      p01 = _mm256_shuffle_epi8(v, ld256(sh01 + 4 * (x - lo)));
+      if constexpr (K == 4) p23 = _mm256_shuffle_epi8(v, ld256(sh23 + 4 * (x - lo)));
+    } else if (gather) {
+      const __m256i v = _mm256_i32gather_epi32(reinterpret_cast<const int*>(S), ld256(o32 + x), 1);
+      p01 = _mm256_shuffle_epi8(v, g01);
+      if constexpr (K == 4) p23 = _mm256_shuffle_epi8(v, g23);
+    } else {
+      break;
+    }
+    __m256i r = _mm256_madd_epi16(p01, ld256(w1a + x));
+    if constexpr (K == 4) r = _mm256_add_epi32(r, _mm256_madd_epi16(p23, ld256(w1b + x)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(H + x), r);
+  }
+  return x;
+}
+
 template <int C, int K>
 __attribute__((target("avx2"))) void hpair_avx2(const uint8_t* S, const FixedTables& t,
                                                 int64_t lo, int64_t hi, int32_t* H) {
@@ -540,7 +630,11 @@ __attribute__((target("avx2"))) void hpair_avx2(const uint8_t* S, const FixedTab
   const int32_t* wa = t.wa4.data();
   const int32_t* wb = t.wb4.data();
   int64_t x = lo;
-  if constexpr (K == 4) {
+  if constexpr (C == 1) {
+    x = hshuffle1_avx2<K>(S, t, lo, hi, H);
+    if (x < hi) hpair_sse2<C, K>(S, t, x, hi, H);
+    return;
+  } else if constexpr (K == 4) {
     x = hcubic_shuffle_avx2<C>(S, t, lo, hi, H);
   } else {
     // linear: bytes t_k c_j at C k + j -> int16 pairs (t0 c_j, t1 c_j)
@@ -591,12 +685,10 @@ inline void fixed_hrow_ck(const uint8_t* S, const FixedTables& t, int64_t dw, in
   fixed_hrow_scalar(S, t, C, 0, t.simd_lo, H);
 #if defined(__SSE2__)
 #ifdef RS_AVX2
-  if constexpr (C > 1) {
-    if (avx2) {
-      hpair_avx2<C, K>(S, t, t.simd_lo, t.simd_hi, H);
-      fixed_hrow_scalar(S, t, C, t.simd_hi, dw, H);
-      return;
-    }
+  if (avx2) {
+    hpair_avx2<C, K>(S, t, t.simd_lo, t.simd_hi, H);
+    fixed_hrow_scalar(S, t, C, t.simd_hi, dw, H);
+    return;
   }
 #endif
   hpair_sse2<C, K>(S, t, t.simd_lo, t.simd_hi, H);
@@ -765,7 +857,7 @@ inline void fixed_vrow_cubic(const int32_t* const* S, const int16_t* b, int64_t 
 
 // The ring scheme shared by the separable integer passes: output rows in stripes, each
 // stripe keeping the horizontally resized source rows of its last output rows in K slots
-// (slot y % K; the rows of one output are K consecutive clipped indices, so distinct
+// (slot y % K, K = 2 or 4; the rows of one output are K consecutive clipped indices, so distinct
 // rows never share a slot).  hrow(src_row, H_row), vrow(rows[K], row index, out_row).
 template <typename T, typename HT, class HFn, class VFn>
 void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t* yrows,
@@ -790,7 +882,7 @@ void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t*
       for (int64_t yo = y0; yo < y1; ++yo) {
         for (int k = 0; k < K; ++k) {
           const int64_t y = clamp_idx(yrows[yo * K + k], x.H);
-          const int64_t sl = y % K;
+          const int64_t sl = y & (K - 1);  // y % K, K = 2 or 4 (no division per row)
           HT* hr = ring + static_cast<size_t>(sl) * row_len;
           if (tag[sl] != y) {
             hrow(x.row(y), hr);
