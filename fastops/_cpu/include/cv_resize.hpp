@@ -1626,6 +1626,10 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
   // of 4-channel ones: ((a + b) + (c + d)) * 0.25f
   const bool f32x2 = isx == 2 && isy == 2 && std::is_same<T, float>::value && (C == 1 || C == 4);
   const int64_t f32_simd = C == 4 ? full_w : (full_w / 4) * 4;
+  // the cell's element offsets from its first element in OpenCV's (row, column) order
+  std::vector<int64_t> ofs(static_cast<size_t>(area));
+  for (int64_t k = 0; k < area; ++k) ofs[k] = (k / isx) * rs + (k % isx) * C;
+  const int64_t* ofs_p = ofs.data();
   const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads);
   parallel_for(dh, chunk_for(dh, nt), nt, [&](int64_t dy_lo, int64_t dy_hi, int) {
     for (int64_t dy = dy_lo; dy < dy_hi; ++dy) {
@@ -1657,14 +1661,11 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
           // order; element sums in int for 8/16-bit types (exact), in T for float types
           WT sum = WT(0);
           int64_t k = 0;
-          auto at = [&](int64_t kk) -> const T& {
-            return img.row(sy0 + kk / isx)[(sx0 + kk % isx) * C + c];
-          };
           using ET = typename std::conditional<std::is_floating_point<T>::value, T, int32_t>::type;
           for (; k + 4 <= area; k += 4)
-            sum += static_cast<WT>(((static_cast<ET>(at(k)) + static_cast<ET>(at(k + 1))) +
-                                    static_cast<ET>(at(k + 2))) + static_cast<ET>(at(k + 3)));
-          for (; k < area; ++k) sum += static_cast<WT>(at(k));
+            sum += static_cast<WT>(((static_cast<ET>(S[ofs_p[k]]) + static_cast<ET>(S[ofs_p[k + 1]])) +
+                                    static_cast<ET>(S[ofs_p[k + 2]])) + static_cast<ET>(S[ofs_p[k + 3]]));
+          for (; k < area; ++k) sum += static_cast<WT>(S[ofs_p[k]]);
           if constexpr (std::is_same<T, double>::value)
             *d = sum * static_cast<double>(scale);
           else
