@@ -1009,6 +1009,12 @@ struct Lane128 {
   static RS_INLINE V set1(float a) { return _mm_set1_ps(a); }
   template <typename T>
   static RS_INLINE void store16(V v, T* d) { store4_16<T>(v, d); }
+  template <typename T>
+  static RS_INLINE void store3_16(V v, T* d) { store4_16<T>(v, d); }
+  // (s + 2) >> 2 of lanes holding exact integers
+  static RS_INLINE V shr2(V s) {
+    return _mm_cvtepi32_ps(_mm_srai_epi32(_mm_add_epi32(_mm_cvtps_epi32(s), _mm_set1_epi32(2)), 2));
+  }
 };
 
 #if defined(__AVX2__)
@@ -1057,16 +1063,24 @@ struct Lane256 {
                                                         ? _mm_packus_epi32(a, b)
                                                         : _mm_packs_epi32(a, b));
   }
+  template <typename T>
+  static RS_INLINE void store3_16(V v, T* d) {  // pixel at d, the next one at d + 3
+    Lane128::store16<T>(_mm256_castps256_ps128(v), d);
+    Lane128::store16<T>(_mm256_extractf128_ps(v, 1), d + 3);
+  }
+  static RS_INLINE V shr2(V s) {
+    return _mm256_cvtepi32_ps(
+        _mm256_srai_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(s), _mm256_set1_epi32(2)), 2));
+  }
 };
 #endif
 
-// Pixels [d, d + kGroups * P) of one source row S: o = first-tap offsets + d, c = the
-// coefficient table (tap k's lanes at c + k * cstride) + d * Lp, H = the output + d * C.
+// The K taps of pixels [d, d + kGroups * P) of one source row S (o = first-tap offsets
+// + d), in the lane layout above.
 template <class L, int C, int K, typename T>
-RS_INLINE void hgroup(const T* S, const int64_t* o, const float* c, int64_t cstride, float* H) {
+RS_INLINE void htaps(const T* S, const int64_t* o, typename L::V t[K]) {
   constexpr int P = static_cast<int>(hgroup_px(C));
   using V = typename L::V;
-  V t[K];
   if constexpr (C == 1) {  // windows of 4 outputs, transposed
     V w[4];
     for (int j = 0; j < 4; ++j) w[j] = L::template window<T, P>(S, o + j, 0);
@@ -1087,7 +1101,15 @@ RS_INLINE void hgroup(const T* S, const int64_t* o, const float* c, int64_t cstr
   } else {  // one pixel per group: tap k's window
     for (int k = 0; k < K; ++k) t[k] = L::template window<T, P>(S, o, k * C);
   }
-  V acc = L::mul(t[0], L::load(c));
+}
+
+// Pixels [d, d + kGroups * P): c = the coefficient table (tap k's lanes at c + k *
+// cstride) + d * Lp, H = the output + d * C.
+template <class L, int C, int K, typename T>
+RS_INLINE void hgroup(const T* S, const int64_t* o, const float* c, int64_t cstride, float* H) {
+  typename L::V t[K];
+  htaps<L, C, K, T>(S, o, t);
+  typename L::V acc = L::mul(t[0], L::load(c));
   for (int k = 1; k < K; ++k) acc = L::add(acc, L::mul(t[k], L::load(c + k * cstride)));
   if constexpr (C == 3) L::store3(H, acc);
   else L::store(H, acc);
@@ -1107,6 +1129,178 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
   for (; d + P <= hi; d += P) {
     hgroup<Lane128, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
   }
+  return d;
+}
+
+// resizeAreaFast_'s 2x2 cells of a float32 / 16-bit image (C <= 4), cells [d, d +
+// kGroups * P) of one output row D: the pixels (a, b) of source row R0 and (c, d) of R1
+// come from htaps (cell d's taps at o0[d] = 2dC and + C), then each lane runs OpenCV's
+// sequence: float32 1 / 4 channels ResizeAreaFastVec_SIMD_32f's ((a + b) + (c + d)) *
+// 0.25f, float32 2 / 3 channels the scalar 0 + (((a + b) + c) + d) times 0.25f; 16-bit
+// sums are exact in float: 1 / 3 / 4 channels (s + 2) >> 2, 2 channels s * 0.25f
+// rounded half to even.
+template <class L, int C, typename T>
+RS_INLINE void area2x2_group(const T* R0, const T* R1, const int64_t* o, T* D) {
+  using V = typename L::V;
+  V t[2], u[2];
+  htaps<L, C, 2, T>(R0, o, t);
+  htaps<L, C, 2, T>(R1, o, u);
+  const V q = L::set1(0.25f);
+  if constexpr (std::is_same<T, float>::value) {
+    V r;
+    if constexpr (C == 1 || C == 4)
+      r = L::mul(L::add(L::add(t[0], t[1]), L::add(u[0], u[1])), q);
+    else
+      r = L::mul(L::add(L::set1(0.f), L::add(L::add(L::add(t[0], t[1]), u[0]), u[1])), q);
+    if constexpr (C == 3) L::store3(D, r);
+    else L::store(D, r);
+  } else {
+    const V sum = L::add(L::add(L::add(t[0], t[1]), u[0]), u[1]);
+    const V r = C == 2 ? L::mul(sum, q) : L::shr2(sum);
+    if constexpr (C == 3) L::template store3_16<T>(r, D);
+    else L::template store16<T>(r, D);
+  }
+}
+
+#if defined(__AVX2__)
+// 16 consecutive 16-bit elements as two int32 vectors: C = 1 the even and odd elements
+// (in order), C = 4 the pixels 0, 2 and 1, 3 (outputs 0-3 in the low lane, 4-7 high).
+template <int C, typename T>
+RS_INLINE void split16_avx2(const T* p, __m256i& x, __m256i& y) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  constexpr bool u = std::is_same<T, uint16_t>::value;
+  if constexpr (C == 1) {
+    x = u ? _mm256_and_si256(v, _mm256_set1_epi32(0xffff))
+          : _mm256_srai_epi32(_mm256_slli_epi32(v, 16), 16);
+    y = u ? _mm256_srli_epi32(v, 16) : _mm256_srai_epi32(v, 16);
+  } else if (u) {
+    x = _mm256_unpacklo_epi16(v, _mm256_setzero_si256());
+    y = _mm256_unpackhi_epi16(v, _mm256_setzero_si256());
+  } else {
+    x = _mm256_srai_epi32(_mm256_unpacklo_epi16(v, v), 16);
+    y = _mm256_srai_epi32(_mm256_unpackhi_epi16(v, v), 16);
+  }
+}
+#endif
+
+// 8 consecutive 16-bit elements as two int32 vectors (split16_avx2 in 128 bits).
+template <int C, typename T>
+RS_INLINE void split16_sse2(const T* p, __m128i& x, __m128i& y) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  constexpr bool u = std::is_same<T, uint16_t>::value;
+  if constexpr (C == 1) {
+    x = u ? _mm_and_si128(v, _mm_set1_epi32(0xffff)) : _mm_srai_epi32(_mm_slli_epi32(v, 16), 16);
+    y = u ? _mm_srli_epi32(v, 16) : _mm_srai_epi32(v, 16);
+  } else if (u) {
+    x = _mm_unpacklo_epi16(v, _mm_setzero_si128());
+    y = _mm_unpackhi_epi16(v, _mm_setzero_si128());
+  } else {
+    x = _mm_srai_epi32(_mm_unpacklo_epi16(v, v), 16);
+    y = _mm_srai_epi32(_mm_unpackhi_epi16(v, v), 16);
+  }
+}
+
+// resizeAreaFast_'s 2x2 cells of a 16-bit image with 1 or 4 channels in integers: output
+// element j = (a + b + c + d + 2) >> 2 of source elements 2j (C = 1: 2j, 2j + 1; C = 4:
+// the pixel pair 2j - j % 4 ...) of rows R0 and R1, for j < n; returns where it stopped.
+// (The float-lane area2x2_group converts every element; this runs at cv2's speed.)
+template <int C, typename T>
+inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t cells, T* D) {
+  if constexpr (C == 3) {
+    // one cell per 128-bit lane: 16 bytes at its first pixel (the pixels at elements 0-2
+    // and 3-5, widened), 4 values stored (the fourth overwritten by the next cell; the
+    // caller keeps the last cell and 2 elements past the 16 bytes)
+    int64_t d = 0;
+    auto sum2 = [](__m128i v) {  // (pixel 0, pixel 1) widened to int32
+      const __m128i w = _mm_srli_si128(v, 6);
+      if constexpr (std::is_same<T, uint16_t>::value)
+        return _mm_add_epi32(_mm_unpacklo_epi16(v, _mm_setzero_si128()),
+                             _mm_unpacklo_epi16(w, _mm_setzero_si128()));
+      else
+        return _mm_add_epi32(_mm_srai_epi32(_mm_unpacklo_epi16(v, v), 16),
+                             _mm_srai_epi32(_mm_unpacklo_epi16(w, w), 16));
+    };
+#if defined(__AVX2__)
+    auto sum2x2 = [](const T* p) {  // two cells, one per lane
+      const __m256i v = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(p + 6),
+                                            reinterpret_cast<const __m128i*>(p));
+      const __m256i w = _mm256_srli_si256(v, 6);
+      if constexpr (std::is_same<T, uint16_t>::value)
+        return _mm256_add_epi32(_mm256_unpacklo_epi16(v, _mm256_setzero_si256()),
+                                _mm256_unpacklo_epi16(w, _mm256_setzero_si256()));
+      else
+        return _mm256_add_epi32(_mm256_srai_epi32(_mm256_unpacklo_epi16(v, v), 16),
+                                _mm256_srai_epi32(_mm256_unpacklo_epi16(w, w), 16));
+    };
+    for (; d + 2 <= cells; d += 2) {
+      const __m256i r = _mm256_srai_epi32(
+          _mm256_add_epi32(_mm256_add_epi32(sum2x2(R0 + 6 * d), sum2x2(R1 + 6 * d)),
+                           _mm256_set1_epi32(2)), 2);
+      const __m256i q = std::is_same<T, uint16_t>::value ? _mm256_packus_epi32(r, r)
+                                                         : _mm256_packs_epi32(r, r);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(D + 3 * d), _mm256_castsi256_si128(q));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(D + 3 * d + 3), _mm256_extracti128_si256(q, 1));
+    }
+#endif
+    for (; d < cells; ++d) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(R0 + 6 * d));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(R1 + 6 * d));
+      __m128i r = _mm_srai_epi32(_mm_add_epi32(_mm_add_epi32(sum2(a), sum2(b)),
+                                               _mm_set1_epi32(2)), 2);
+      if constexpr (std::is_same<T, uint16_t>::value) {
+        r = _mm_sub_epi32(r, _mm_set1_epi32(32768));
+        r = _mm_xor_si128(_mm_packs_epi32(r, r), _mm_set1_epi16(static_cast<short>(0x8000)));
+      } else {
+        r = _mm_packs_epi32(r, r);
+      }
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(D + 3 * d), r);
+    }
+    return d;
+  }
+  const int64_t n = cells * C;
+  int64_t j = 0;
+#if defined(__AVX2__)
+  for (; j + 8 <= n; j += 8) {
+    __m256i a, b, c, d;
+    split16_avx2<C, T>(R0 + 2 * j, a, b);
+    split16_avx2<C, T>(R1 + 2 * j, c, d);
+    const __m256i s = _mm256_srai_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d)),
+                         _mm256_set1_epi32(2)), 2);
+    const __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(D + j), std::is_same<T, uint16_t>::value
+                                                            ? _mm_packus_epi32(lo, hi)
+                                                            : _mm_packs_epi32(lo, hi));
+  }
+#endif
+  for (; j + 4 <= n; j += 4) {
+    __m128i a, b, c, d;
+    split16_sse2<C, T>(R0 + 2 * j, a, b);
+    split16_sse2<C, T>(R1 + 2 * j, c, d);
+    __m128i s = _mm_srai_epi32(_mm_add_epi32(_mm_add_epi32(_mm_add_epi32(a, b), _mm_add_epi32(c, d)),
+                                             _mm_set1_epi32(2)), 2);
+    if constexpr (std::is_same<T, uint16_t>::value) {  // no packus_epi32 in SSE2
+      s = _mm_sub_epi32(s, _mm_set1_epi32(32768));
+      s = _mm_xor_si128(_mm_packs_epi32(s, s), _mm_set1_epi16(static_cast<short>(0x8000)));
+    } else {
+      s = _mm_packs_epi32(s, s);
+    }
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(D + j), s);
+  }
+  return j / C;
+}
+
+// Cells [0, n) of one output row; returns where it stopped.  n leaves room for the
+// windows (hwindow) and, for C = 3, for the fourth lane's store (the caller keeps the
+// row's last cell).
+template <int C, typename T>
+inline int64_t area2x2_run(const T* R0, const T* R1, const int64_t* o0, int64_t n, T* D) {
+  constexpr int64_t P = hgroup_px(C);
+  int64_t d = 0;
+#if defined(__AVX2__)
+  for (; d + 2 * P <= n; d += 2 * P) area2x2_group<Lane256, C, T>(R0, R1, o0 + d, D + d * C);
+#endif
+  for (; d + P <= n; d += P) area2x2_group<Lane128, C, T>(R0, R1, o0 + d, D + d * C);
   return d;
 }
 
@@ -1630,6 +1824,33 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
   std::vector<int64_t> ofs(static_cast<size_t>(area));
   for (int64_t k = 0; k < area; ++k) ofs[k] = (k / isx) * rs + (k % isx) * C;
   const int64_t* ofs_p = ofs.data();
+  // 2x2 cells of float32 / 16-bit images, C <= 4: cells [0, nvec) of full rows in vectors
+  using Run2x2 = int64_t (*)(const T*, const T*, const int64_t*, int64_t, T*);
+  Run2x2 run2x2 = nullptr;
+  int64_t nvec = 0;
+  std::vector<int64_t> o2;
+#if defined(__SSE2__)
+  if constexpr (std::is_same<T, float>::value || std::is_same<T, uint16_t>::value ||
+                std::is_same<T, int16_t>::value) {
+    if (isx == 2 && isy == 2 && C <= 4) {
+      Run2x2 runs[4] = {area2x2_run<1, T>, area2x2_run<2, T>, area2x2_run<3, T>,
+                        area2x2_run<4, T>};
+      if constexpr (std::is_integral<T>::value) {
+        runs[0] = area2x2_run16<1, T>;
+        runs[2] = area2x2_run16<3, T>;
+        runs[3] = area2x2_run16<4, T>;
+      }
+      run2x2 = runs[C - 1];
+      // loads inside the row: 2dC + hw <= w * C (16 bytes per cell for 16-bit C = 3)
+      const int64_t hw = std::is_integral<T>::value && C == 3 ? 8 : hwindow(C, 2);
+      nvec = std::min(full_w, w * C >= hw ? (w * C - hw) / (2 * C) + 1 : 0);
+      if (C == 3) nvec = std::min(nvec, dw - 1);
+      o2.resize(static_cast<size_t>(std::max<int64_t>(nvec, 0)));
+      for (int64_t d = 0; d < nvec; ++d) o2[d] = 2 * d * C;
+    }
+  }
+#endif
+  const int64_t* o2_p = o2.data();
   const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads);
   parallel_for(dh, chunk_for(dh, nt), nt, [&](int64_t dy_lo, int64_t dy_hi, int) {
     for (int64_t dy = dy_lo; dy < dy_hi; ++dy) {
@@ -1641,7 +1862,9 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
       }
       const bool full_row = sy0 + isy <= h;
       const int64_t nfull = full_row ? full_w : 0;
-      for (int64_t dx = 0; dx < nfull; ++dx) {
+      int64_t dx0 = 0;
+      if (run2x2 && full_row) dx0 = run2x2(img.row(sy0), img.row(sy0 + 1), o2_p, nvec, D);
+      for (int64_t dx = dx0; dx < nfull; ++dx) {
         const int64_t sx0 = dx * isx;
         for (int64_t c = 0; c < C; ++c) {
           const T* S = img.row(sy0) + sx0 * C + c;
