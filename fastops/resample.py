@@ -644,37 +644,45 @@ _PLANS = {}
 def _plan_key(x, args):
     """A hashable key of x's shape and dtype and every argument, with each value's type
     (sizes=[2.0] must not hit the plan of sizes=[2]: validation refuses it), or None for
-    arguments that cannot be keyed cheaply."""
+    arguments that cannot be keyed cheaply.  Flat (type, value, type, value, ...) after
+    the shape and dtype: fewer small tuples to build and hash on every call."""
     key = [x.shape, x.dtype]
     for v in args:
         t = type(v)
         if t is np.ndarray:
             if v.size > 64 or v.dtype.kind not in "biuf":    # (object arrays hold pointers)
                 return None
-            key.append((v.dtype.str, v.shape, v.tobytes()))
+            v = (v.dtype, v.shape, v.tobytes())
         elif t is list or t is tuple:
-            key.append((t,) + tuple((type(e), e) for e in v))
-        else:
-            key.append((t, v))
-    key = tuple(key)
-    try:
-        hash(key)
-    except TypeError:           # unhashable elements (nested lists, arrays in a list)
-        return None
-    return key
+            v = tuple([(type(e), e) for e in v])
+            try:
+                hash(v)
+            except TypeError:   # unhashable elements (nested lists, arrays in a list)
+                return None
+        elif t not in _KEY_SCALARS:
+            try:
+                hash(v)
+            except TypeError:
+                return None
+        key.append(t)
+        key.append(v)
+    return tuple(key)
+
+
+_KEY_SCALARS = frozenset({type(None), str, bool, int, float})
 
 
 def _args_of(key):
     """The arguments a plan key was made of (arrays rebuilt from its bytes, read-only;
     lists and tuples as tuples, which every argument accepts alike)."""
     args = []
-    for k in key[2:]:
-        if type(k[0]) is str:                   # (dtype.str, shape, bytes)
-            args.append(np.frombuffer(k[2], dtype=k[0]).reshape(k[1]))
-        elif k[0] is list or k[0] is tuple:
-            args.append(tuple(e for _, e in k[1:]))
+    for t, v in zip(key[2::2], key[3::2]):
+        if t is np.ndarray:                     # (dtype, shape, bytes)
+            args.append(np.frombuffer(v[2], dtype=v[0]).reshape(v[1]))
+        elif t is list or t is tuple:
+            args.append(tuple(e for _, e in v))
         else:
-            args.append(k[1])
+            args.append(v)
     return args
 
 
@@ -739,9 +747,9 @@ def _run_plan(be, x, plan):
     if plan.nearest:
         out = _apply_plan(be, x.view(_BITS[x.itemsize]), plan).view(x.dtype)
     else:
-        xin = x.astype(np.float32) if x.dtype == np.float16 else x
-        out = _apply_plan(be, xin, plan)
-        if x.dtype == np.float16:
+        half = x.dtype.char == "e"  # (float16; `x.dtype == np.float16` costs 0.3 us)
+        out = _apply_plan(be, x.astype(np.float32) if half else x, plan)
+        if half:
             out = out.astype(np.float16)
     if plan.tf_crop:
         fill_flagged(be, out, plan.axes_on, plan.tables, 1, plan.extrap_value)

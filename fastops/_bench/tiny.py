@@ -3,6 +3,8 @@ allocation, kernel entry), measured against the NumPy equivalent where one exist
 ONNX Runtime / torch otherwise.  Issue 14's targets: within 2x of NumPy where it has the
 op, under 10 us elsewhere.
 """
+import functools
+
 import numpy as np
 
 import fastops
@@ -25,6 +27,17 @@ def _tiny(name, op, make, fast, **peer_impls):
     return Workload(name=f"tiny {name}", op=op, make=make,
                     impls={"fastops": lambda inp: (lambda: fast(inp)), **peer_impls},
                     quick=False, calls=200)
+
+
+def _cv():
+    import fastops.cv
+    return fastops.cv
+
+
+def _cv2_resize(x, size):
+    cv2 = peers._need("cv2")
+    cv2.setNumThreads(fastops.get_num_threads())
+    return functools.partial(cv2.resize, x, size)
 
 
 def _x(shape, dtype=np.float32):
@@ -119,11 +132,19 @@ WORKLOADS = [
           onnxruntime=_ort("RoiAlign", ["x", "boxes", "batch"], [np.float32],
                            {"output_height": 7, "output_width": 7, "sampling_ratio": 2,
                             "coordinate_transformation_mode": "half_pixel"}, opset=16)),
-    _tiny("resize 1x3x8x8 linear x2", "resize", _x((1, 3, 8, 8)),
-          lambda i: fastops.resize(i["x"], np.array([1, 1, 2, 2], np.float32), mode="linear"),
+    _tiny("resize 1x3x8x8 linear x2", "resize",
+          lambda: {"x": _rng().standard_normal((1, 3, 8, 8)).astype(np.float32),
+                   "scales": np.array([1, 1, 2, 2], np.float32)},
+          lambda i: fastops.resize(i["x"], i["scales"], mode="linear"),
           onnxruntime=_ort("Resize", ["x"], [np.float32], {"mode": "linear"}, 19,
                            extra=[("roi", None),
                                   ("scales", np.array([1, 1, 2, 2], np.float32))])),
+    Workload(name="tiny cv.resize 8x8x3 uint8 -> 5x4 linear", op="cv.resize",
+             make=lambda: {"x": _rng().integers(0, 256, (8, 8, 3), dtype=np.uint8)},
+             # (both sides call resize directly: a wrapper would cost as much as the op)
+             impls={"fastops": lambda inp: functools.partial(_cv().resize, inp["x"], (5, 4)),
+                    "cv2": lambda inp: _cv2_resize(inp["x"], (5, 4))},
+             quick=False, calls=200),
     _tiny("grid_sample 1x3x8x8 bilinear", "grid_sample", _grid,
           lambda i: fastops.grid_sample(i["x"], i["grid"]),
           onnxruntime=_ort("GridSample", ["x", "grid"], [np.float32], opset=16)),

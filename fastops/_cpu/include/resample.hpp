@@ -476,6 +476,12 @@ __attribute__((target("avx2"))) void vstep_flat_avx2(const S* const* rows, const
       }
       for (int i = 0; i < 4; ++i) _mm256_storeu_ps(dst + j + 8 * i, a[i]);
     }
+    for (; j + 8 <= n; j += 8) {  // (short rows: a tiny image's 16 values per row)
+      __m256 a = _mm256_mul_ps(_mm256_set1_ps(w[0]), avx_load8f(rows[0] + j));
+      for (int64_t k = 1; k < cnt; ++k)
+        a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(w[k]), avx_load8f(rows[k] + j)));
+      _mm256_storeu_ps(dst + j, a);
+    }
   } else {
     for (; j + 16 <= n; j += 16) {
       __m256d a[4];
@@ -487,6 +493,12 @@ __attribute__((target("avx2"))) void vstep_flat_avx2(const S* const* rows, const
           a[i] = _mm256_add_pd(a[i], _mm256_mul_pd(wv, avx_load4d(rows[k] + j + 4 * i)));
       }
       for (int i = 0; i < 4; ++i) _mm256_storeu_pd(dst + j + 4 * i, a[i]);
+    }
+    for (; j + 4 <= n; j += 4) {
+      __m256d a = _mm256_mul_pd(_mm256_set1_pd(w[0]), avx_load4d(rows[0] + j));
+      for (int64_t k = 1; k < cnt; ++k)
+        a = _mm256_add_pd(a, _mm256_mul_pd(_mm256_set1_pd(w[k]), avx_load4d(rows[k] + j)));
+      _mm256_storeu_pd(dst + j, a);
     }
   }
   for (; j < n; ++j) {
