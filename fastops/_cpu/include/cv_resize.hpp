@@ -1132,6 +1132,45 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
   return d;
 }
 
+#if defined(__AVX2__)
+// float64 images (double sums), the AVX2 build: 4 outputs per 256-bit vector for one
+// channel (windows of 4 transposed), one pixel per vector for 2-4 channels (lanes past C
+// overwritten by the next pixel or landing in the row's slack); each lane runs the scalar
+// sequence.  Lanes and window reach per pixel as hlanes / hwindow for float32:
+constexpr int64_t hlanes64(int64_t C) { return C == 1 ? 1 : 4; }
+constexpr int64_t hwindow64(int64_t C, int K) { return C == 1 ? 4 : (K - 1) * C + 4; }
+
+template <int C, int K, typename T>
+inline int64_t hrun64(const T* S, const int64_t* o0, const double* cw, int64_t cstride,
+                      int64_t lo, int64_t hi, double* H) {
+  int64_t d = lo;
+  if constexpr (C == 1) {
+    for (; d + 4 <= hi; d += 4) {
+      const __m256d w0 = _mm256_loadu_pd(S + o0[d]), w1 = _mm256_loadu_pd(S + o0[d + 1]);
+      const __m256d w2 = _mm256_loadu_pd(S + o0[d + 2]), w3 = _mm256_loadu_pd(S + o0[d + 3]);
+      const __m256d a = _mm256_unpacklo_pd(w0, w1), b = _mm256_unpackhi_pd(w0, w1);
+      const __m256d c = _mm256_unpacklo_pd(w2, w3), e = _mm256_unpackhi_pd(w2, w3);
+      const __m256d t[4] = {_mm256_permute2f128_pd(a, c, 0x20), _mm256_permute2f128_pd(b, e, 0x20),
+                            _mm256_permute2f128_pd(a, c, 0x31), _mm256_permute2f128_pd(b, e, 0x31)};
+      __m256d acc = _mm256_mul_pd(t[0], _mm256_loadu_pd(cw + d));
+      for (int k = 1; k < K; ++k)
+        acc = _mm256_add_pd(acc, _mm256_mul_pd(t[k], _mm256_loadu_pd(cw + k * cstride + d)));
+      _mm256_storeu_pd(H + d, acc);
+    }
+  } else {
+    for (; d < hi; ++d) {
+      const T* p = S + o0[d];
+      __m256d acc = _mm256_mul_pd(_mm256_loadu_pd(p), _mm256_loadu_pd(cw + 4 * d));
+      for (int k = 1; k < K; ++k)
+        acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_loadu_pd(p + k * C),
+                                               _mm256_loadu_pd(cw + k * cstride + 4 * d)));
+      _mm256_storeu_pd(H + d * C, acc);
+    }
+  }
+  return d;
+}
+#endif
+
 // resizeAreaFast_'s 2x2 cells of a float32 / 16-bit image (C <= 4), cells [d, d +
 // kGroups * P) of one output row D: the pixels (a, b) of source row R0 and (c, d) of R1
 // come from htaps (cell d's taps at o0[d] = 2dC and + C), then each lane runs OpenCV's
@@ -1385,47 +1424,59 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
       H[d * C + ch] = acc;
     }
   };
-  // The vector pass (float sums, C <= 4) takes the run of pixels whose taps are K
-  // consecutive source pixels (linear: not clamped; cubic: interior) and whose windows
-  // stay inside the row; the few pixels at the edges are scalar.
-  int64_t f0 = 0, f1 = 0;
+  // The vector pass (C <= 4; float64 in the AVX2 build only) takes the run of pixels
+  // whose taps are K consecutive source pixels (linear: not clamped; cubic: interior) and
+  // whose windows stay inside the row; the few pixels at the edges are scalar.
+  int64_t f0 = 0, f1 = 0, Lp = 1;
   std::vector<int64_t> o0;
-  std::vector<float> cw;
-  using HRun = int64_t (*)(const T*, const int64_t*, const float*, int64_t, int64_t, int64_t,
-                           float*);
+  std::vector<WT> cw;
+  using HRun = int64_t (*)(const T*, const int64_t*, const WT*, int64_t, int64_t, int64_t, WT*);
   HRun run = nullptr;
+  int64_t reach = 0;  // elements the vector pass reads from a pixel's first tap
 #if defined(__SSE2__)
   if constexpr (std::is_same<WT, float>::value) {
     if (C <= 4) {
-      auto fast = [&](int64_t d) {
-        return (K == 2 ? xn[d] == 2 : !xz[d]) && xo[d * K] + hwindow(C, K) <= Lin;
-      };
-      while (f0 < dw && !fast(f0)) ++f0;
-      f1 = f0;
-      while (f1 < dw && fast(f1)) ++f1;
-      const int64_t Lp = hlanes(C);
-      o0.resize(static_cast<size_t>(dw));
-      cw.resize(static_cast<size_t>(K * dw * Lp));
-      for (int64_t d = 0; d < dw; ++d) {
-        o0[d] = xo[d * K];
-        for (int k = 0; k < K; ++k)
-          for (int64_t l = 0; l < Lp; ++l) cw[(k * dw + d) * Lp + l] = xa[d * K + k];
-      }
       const HRun runs[2][4] = {{hrun<1, 2, T>, hrun<2, 2, T>, hrun<3, 2, T>, hrun<4, 2, T>},
                                {hrun<1, 4, T>, hrun<2, 4, T>, hrun<3, 4, T>, hrun<4, 4, T>}};
       run = runs[K == 4][C - 1];
+      Lp = hlanes(C);
+      reach = hwindow(C, K);
     }
   }
 #endif
+#if defined(__AVX2__)
+  if constexpr (std::is_same<WT, double>::value) {
+    if (C <= 4) {
+      const HRun runs[2][4] = {{hrun64<1, 2, T>, hrun64<2, 2, T>, hrun64<3, 2, T>, hrun64<4, 2, T>},
+                               {hrun64<1, 4, T>, hrun64<2, 4, T>, hrun64<3, 4, T>, hrun64<4, 4, T>}};
+      run = runs[K == 4][C - 1];
+      Lp = hlanes64(C);
+      reach = hwindow64(C, K);
+    }
+  }
+#endif
+  if (run) {
+    auto fast = [&](int64_t d) {
+      return (K == 2 ? xn[d] == 2 : !xz[d]) && xo[d * K] + reach <= Lin;
+    };
+    while (f0 < dw && !fast(f0)) ++f0;
+    f1 = f0;
+    while (f1 < dw && fast(f1)) ++f1;
+    o0.resize(static_cast<size_t>(dw));
+    cw.resize(static_cast<size_t>(K * dw * Lp));
+    for (int64_t d = 0; d < dw; ++d) {
+      o0[d] = xo[d * K];
+      for (int k = 0; k < K; ++k)
+        for (int64_t l = 0; l < Lp; ++l) cw[(k * dw + d) * Lp + l] = xa[d * K + k];
+    }
+  }
   const int64_t* o0_p = o0.data();
-  const float* cw_p = cw.data();
-  const int64_t cstride = dw * hlanes(C);
+  const WT* cw_p = cw.data();
+  const int64_t cstride = dw * Lp;
   auto hrow = [=](const T* S, WT* H) {
     int64_t d = 0;
     for (; d < f0; ++d) pixel(S, H, d);
-    if constexpr (std::is_same<WT, float>::value) {
-      if (run) d = run(S, o0_p, cw_p, cstride, f0, f1, H);
-    }
+    if (run) d = run(S, o0_p, cw_p, cstride, f0, f1, H);
     for (; d < dw; ++d) pixel(S, H, d);
   };
   constexpr int64_t lanes = FloatPath<T>::kCubicLanes;
