@@ -35,8 +35,10 @@
 //
 // Every output value is one fixed sequence of operations (tables are built before the
 // parallel region, rows are independent), so results never depend on the thread count,
-// the stripe split or the SIMD path (SSE2 baseline, AVX2 chosen at run time as in
-// resample.hpp); the CUDA kernels (kernels/cv_resize.cu) evaluate the same sequences.
+// the stripe split or the SIMD path (SSE2 baseline; AVX2 chosen at run time as in
+// resample.hpp for the uint8 passes, and in the x86-64-v3 build of this module
+// (fastops/_cpu/avx2) for the float / 16-bit / float64 passes and the 2x2 area cells);
+// the CUDA kernels (kernels/cv_resize.cu) evaluate the same sequences.
 // Indices are int64 and clamped where used: no table value, scale or coordinate can make
 // a kernel read or write out of bounds.
 #pragma once
