@@ -3,6 +3,7 @@ several Python threads calling kernels at once (one owns the pool, the others ru
 a forked child (the parent's workers do not exist there), and a medium workload of every
 family that parallelizes, whose results must equal the one-thread run bit for bit."""
 import multiprocessing
+import os
 import threading
 
 import numpy as np
@@ -115,12 +116,13 @@ _AFFINITY_PROBE = """
 import os, time
 import numpy as np
 import fastops
-x = np.random.default_rng(0).standard_normal((2, 8, 96, 96)).astype(np.float32)
+# (big enough to use the workers even right after a pause: common.hpp, kWakeWork)
+x = np.random.default_rng(0).standard_normal((2, 16, 256, 256)).astype(np.float32)
 allowed = {cpus}
 os.sched_setaffinity(0, allowed)              # this (the calling) thread only
-fastops.instance_norm(x, np.ones(8, np.float32), np.zeros(8, np.float32))
+fastops.instance_norm(x, np.ones(16, np.float32), np.zeros(16, np.float32))
 time.sleep(0.05)                              # the workers stop polling and sleep
-fastops.instance_norm(x, np.ones(8, np.float32), np.zeros(8, np.float32))
+fastops.instance_norm(x, np.ones(16, np.float32), np.zeros(16, np.float32))
 caller = sorted(os.sched_getaffinity(0))
 # The worker restores its mask when it runs; the caller may have done every chunk and
 # returned before the woken worker was scheduled (a busy CI machine), so wait for that
@@ -158,6 +160,42 @@ def test_woken_workers_take_the_callers_affinity_back():
     masks = ast.literal_eval(out.strip().splitlines()[-1])
     assert len(masks) == 1, masks                 # one worker for two threads
     assert set(masks[0]) == cpus, (masks, cpus)
+
+
+_COLD_PROBE = """
+import os, time
+import numpy as np
+import fastops.cv as fcv
+x = np.zeros((224, 224, 3), np.uint8)       # ~10 us of work: two threads' worth when hot
+def workers():
+    n = 0
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            n += f.read().strip() == "fastops-pool"
+    return n
+time.sleep(0.05)
+fcv.resize(x, (112, 112))                    # after a pause: on the caller alone
+alone = workers()
+for _ in range(20):                          # a loop of calls: the pool joins in
+    fcv.resize(x, (112, 112))
+print(alone, workers())
+"""
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self/task")
+                    or len(__import__("os").sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two CPUs")
+def test_small_call_after_a_pause_wakes_no_worker():
+    """A small loop (work < kWakeWork) when every worker sleeps and nothing ran for the
+    pool's spin time runs on the caller: waking a worker cost ~25 us more than the whole
+    call (cv.resize 224x224x3 halved after a pause: 65-78 us on 2 threads, 38-45 on one).
+    Calls in a loop still use the workers."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _COLD_PROBE], capture_output=True, text=True,
+                         check=True, env={**os.environ, "OMP_NUM_THREADS": "2"}).stdout
+    alone, looped = map(int, out.split())
+    assert alone == 0 and looped == 1, out
 
 
 def test_per_thread_scratch_never_shares_cache_lines():

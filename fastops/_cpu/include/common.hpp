@@ -20,8 +20,19 @@ inline bool is_nan(T v) {
 // workers costs a few microseconds, about what 32k simple element operations cost here.
 constexpr int64_t kParallelGrain = 1 << 15;
 
+// Work below which a loop also runs on one thread when the pool's workers sleep and
+// nothing ran within the pool's spin time (a call after a pause; parallel.hpp,
+// Pool::cold): waking a sleeping worker costs the caller ~20 us and the worker 40-180 us
+// to arrive, more than such a loop takes alone (cv.resize 224x224x3 halved, 150k: after
+// a pause 65-78 us on 2 threads, 38-45 on one).  8 grains: the work units are elements,
+// not time, and topk's cost more (8400x80, 672k units, is 2.3 ms alone, 1.4 on two
+// threads after a pause; 1 << 20 here made it lose to onnxruntime).
+constexpr int64_t kWakeWork = kParallelGrain * 8;
+inline bool pool_cold();  // parallel.hpp
+
 inline int threads_for(int64_t work, int nthreads) {
   if (work < kParallelGrain || nthreads < 1) return 1;
+  if (work < kWakeWork && nthreads > 1 && pool_cold()) return 1;
   int64_t useful = work / kParallelGrain;
   return useful < nthreads ? static_cast<int>(useful) : nthreads;
 }

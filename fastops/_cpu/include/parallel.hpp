@@ -96,6 +96,18 @@ inline void cpu_relax() {
 #endif
 }
 
+inline int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// steady_clock ns of the last parallel_for's end or Pool::cold() request (one per process,
+// like the pool: a function-local static is a unique symbol across the modules)
+inline std::atomic<int64_t>& last_activity() {
+  static std::atomic<int64_t> t{0};
+  return t;
+}
+
 class Pool {
  public:
   static constexpr std::chrono::microseconds kSpin{1000};
@@ -106,6 +118,16 @@ class Pool {
     std::lock_guard<std::mutex> lock(m);
     if (pool == nullptr || pool->pid_ != getpid()) pool = new Pool();  // never freed: workers
     return *pool;                                                      // outlive every caller
+  }
+
+  // True when every worker sleeps and nothing ran for more than kSpin: the first call
+  // after a pause (common.hpp, kWakeWork).  A request within kSpin of the last loop's end
+  // is a loop of calls, whose workers are then woken and stay awake as before.
+  bool cold() {
+    const int64_t now = now_ns();
+    const int64_t prev = last_activity().exchange(now, std::memory_order_relaxed);
+    return awake_.load(std::memory_order_relaxed) == 0 &&
+           now - prev > std::chrono::duration_cast<std::chrono::nanoseconds>(kSpin).count();
   }
 
   // Runs `job` on the caller and up to job->nt - 1 workers; returns when it is done.
@@ -121,12 +143,16 @@ class Pool {
         try {
           const size_t me = workers_.size();
           workers_.emplace_back();
+          awake_.fetch_add(1, std::memory_order_relaxed);  // (a new worker starts awake)
           std::thread t([this, me] { loop(me); });
           workers_[me].handle = t.native_handle();
           pthread_setname_np(t.native_handle(), "fastops-pool");  // for top, py-spy, tests
           t.detach();
         } catch (...) {  // no more threads to be had: run with those there are
-          if (workers_.back().handle == pthread_t()) workers_.pop_back();
+          if (workers_.back().handle == pthread_t()) {
+            workers_.pop_back();
+            awake_.fetch_sub(1, std::memory_order_relaxed);
+          }
           break;
         }
       }
@@ -181,7 +207,9 @@ class Pool {
         std::unique_lock<std::mutex> lock(m_);
         ++sleepers_;
         workers_[me].asleep = true;
+        awake_.fetch_sub(1, std::memory_order_relaxed);
         cv_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+        awake_.fetch_add(1, std::memory_order_relaxed);
         workers_[me].asleep = false;
         --sleepers_;
         seen = generation_.load(std::memory_order_relaxed);
@@ -203,6 +231,7 @@ class Pool {
   std::shared_ptr<Job> job_;                 // guarded by m_
   std::atomic<uint64_t> generation_{0};      // written under m_; polled without it
   int sleepers_ = 0;                         // workers in cv_.wait (guarded by m_)
+  std::atomic<int> awake_{0};                // workers not in cv_.wait (for cold())
   struct Worker {
     pthread_t handle{};                      // detached; workers never exit
     bool asleep = false;                     // in cv_.wait
@@ -214,6 +243,8 @@ class Pool {
 };
 
 }  // namespace detail
+
+inline bool pool_cold() { return detail::Pool::instance().cold(); }
 
 // Calls body(begin, end, slot) for chunks [begin, end) of [0, n), `grain` items each, on
 // up to `nt` threads (the caller included); `slot` in [0, nt) is unique among the threads
@@ -227,6 +258,7 @@ void parallel_for(int64_t n, int64_t grain, int nt, F&& body) {
   if (nt > nchunks) nt = static_cast<int>(nchunks);
   if (nt <= 1) {
     body(int64_t(0), n, 0);
+    detail::last_activity().store(detail::now_ns(), std::memory_order_relaxed);
     return;
   }
   using Body = std::remove_reference_t<F>;
@@ -240,6 +272,7 @@ void parallel_for(int64_t n, int64_t grain, int nt, F&& body) {
   job->nchunks = nchunks;
   job->nt = nt;
   detail::Pool::instance().run(job);
+  detail::last_activity().store(detail::now_ns(), std::memory_order_relaxed);
   if (job->failed.load(std::memory_order_acquire)) std::rethrow_exception(job->error);
 }
 
