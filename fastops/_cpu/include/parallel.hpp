@@ -26,6 +26,11 @@
 // ms instead of 182).  Masks derive from the caller's own affinity (taskset and cgroup
 // limits are kept); the syscalls happen on the cold path only, next to a 50-100 us wake.
 //
+// A small loop (work < kWakeWork, common.hpp) that finds every worker asleep and nothing
+// run within kSpin (the first call after a pause: Pool::cold) runs on the caller alone:
+// the wake's syscalls and the worker's late start cost more than such a loop.  Every
+// parallel_for stamps its end, so the next call of a loop finds the workers woken.
+//
 // One pool per process (GCC makes the function-local static a unique symbol across the
 // extension modules); a caller that finds it busy (another Python thread's kernel, say
 // dask's threads) runs its loop alone: the cores are taken already.  After fork() the
