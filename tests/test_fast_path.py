@@ -11,6 +11,7 @@ import pytest
 
 import fastops
 import fastops._cpu
+import fastops.cv as fcv
 from fastops import _dispatch
 
 REAL = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64,
@@ -157,7 +158,6 @@ def _cases():
                                         lambda x=x, r=onnx_rois, z=size, c=scale, q=ratio,
                                         m=mode, a=aligned: fastops.roi_align(
                                             x, r, z, c, q, m, a, batch_indices=batch)))
-    import fastops.cv as fcv
     for dt in (np.uint8, np.uint16, np.int16, np.float32, np.float64):
         for shape in [(9, 13), (9, 13, 1), (8, 12, 3), (10, 6, 4), (5, 7, 2)]:
             img = _data(rng, shape, dt) if dt != np.uint8 else \
@@ -229,23 +229,18 @@ BAD = [
     ("roi_align mode", lambda: fastops.roi_align(
         np.ones((1, 2, 4, 4), np.float32), np.array([[0, 0, 0, 2, 2]], np.float32), 2,
         mode="min")),
-    ("cv.resize negative dsize", lambda: _cv().resize(np.ones((4, 4), np.uint8), (-2, 3))),
-    ("cv.resize dsize length", lambda: _cv().resize(np.ones((4, 4), np.uint8), (2, 3, 1))),
-    ("cv.resize lanczos", lambda: _cv().resize(np.ones((4, 4), np.uint8), (2, 3),
+    ("cv.resize negative dsize", lambda: fcv.resize(np.ones((4, 4), np.uint8), (-2, 3))),
+    ("cv.resize dsize length", lambda: fcv.resize(np.ones((4, 4), np.uint8), (2, 3, 1))),
+    ("cv.resize lanczos", lambda: fcv.resize(np.ones((4, 4), np.uint8), (2, 3),
                                                 interpolation=4)),
-    ("cv.resize bool", lambda: _cv().resize(np.ones((4, 4), bool), (2, 3))),
-    ("cv.resize int32", lambda: _cv().resize(np.ones((4, 4), np.int32), (2, 3))),
-    ("cv.resize 4-D", lambda: _cv().resize(np.ones((4, 4, 1, 1), np.uint8), (2, 3))),
-    ("cv.resize huge dsize", lambda: _cv().resize(np.ones((4, 4), np.uint8), (1 << 40, 3))),
+    ("cv.resize bool", lambda: fcv.resize(np.ones((4, 4), bool), (2, 3))),
+    ("cv.resize int32", lambda: fcv.resize(np.ones((4, 4), np.int32), (2, 3))),
+    ("cv.resize 4-D", lambda: fcv.resize(np.ones((4, 4, 1, 1), np.uint8), (2, 3))),
+    ("cv.resize huge dsize", lambda: fcv.resize(np.ones((4, 4), np.uint8), (1 << 40, 3))),
     ("scatter_elements updates dtype",
      lambda: fastops.scatter_elements(np.ones((4, 4)), np.zeros((2, 4), np.int64),
                                       np.ones((2, 4), np.complex64))),
 ]
-
-
-def _cv():
-    import fastops.cv
-    return fastops.cv
 
 
 def _general_only(monkeypatch):
@@ -373,17 +368,17 @@ def test_uncovered_calls_decline(monkeypatch):
                                        [2, 2]),
              lambda: fastops.grid_sample(x[None, None], np.zeros((1, 200, 200, 2),
                                                                  np.float32)),
-             lambda: _cv().resize(x, (5, 2), x[:2, :5].copy()),             # dst
-             lambda: _cv().resize(x, None, fx=2.0, fy=2.0),                 # fx / fy
-             lambda: _cv().resize(x, (np.int64(5), 2)),                     # NumPy ints
-             lambda: _cv().resize(x, (5, 2), interpolation=np.int32(1)),
-             lambda: _cv().resize(x, (4, 3)),                               # equal size: copy
-             lambda: _cv().resize(x, (3, 2), interpolation=_cv().INTER_AREA),  # area tables
-             lambda: _cv().resize(x, (5, 2), interpolation=_cv().INTER_NEAREST),
-             lambda: _cv().resize(x.astype(np.float16), (5, 2)),
-             lambda: _cv().resize(np.asfortranarray(x), (5, 2)),
-             lambda: _cv().resize(x.astype(x.dtype.newbyteorder()), (5, 2)),
-             lambda: _cv().resize(x[:, ::2], (5, 2))]
+             lambda: fcv.resize(x, (5, 2), x[:2, :5].copy()),             # dst
+             lambda: fcv.resize(x, None, fx=2.0, fy=2.0),                 # fx / fy
+             lambda: fcv.resize(x, (np.int64(5), 2)),                     # NumPy ints
+             lambda: fcv.resize(x, (5, 2), interpolation=np.int32(1)),
+             lambda: fcv.resize(x, (4, 3)),                               # equal size: copy
+             lambda: fcv.resize(x, (3, 2), interpolation=fcv.INTER_AREA),  # area tables
+             lambda: fcv.resize(x, (5, 2), interpolation=fcv.INTER_NEAREST),
+             lambda: fcv.resize(x.astype(np.float16), (5, 2)),
+             lambda: fcv.resize(np.asfortranarray(x), (5, 2)),
+             lambda: fcv.resize(x.astype(x.dtype.newbyteorder()), (5, 2)),
+             lambda: fcv.resize(x[:, ::2], (5, 2))]
     seen = _spy(monkeypatch)
     fast = [c() for c in calls]
     assert [took for _, took in seen] == [False] * len(calls), seen

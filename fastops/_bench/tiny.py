@@ -8,6 +8,7 @@ import functools
 import numpy as np
 
 import fastops
+import fastops.cv as fcv
 from fastops._bench import Workload, peers
 
 
@@ -27,11 +28,6 @@ def _tiny(name, op, make, fast, **peer_impls):
     return Workload(name=f"tiny {name}", op=op, make=make,
                     impls={"fastops": lambda inp: (lambda: fast(inp)), **peer_impls},
                     quick=False, calls=200)
-
-
-def _cv():
-    import fastops.cv
-    return fastops.cv
 
 
 def _cv2_resize(x, size):
@@ -142,7 +138,7 @@ WORKLOADS = [
     Workload(name="tiny cv.resize 8x8x3 uint8 -> 5x4 linear", op="cv.resize",
              make=lambda: {"x": _rng().integers(0, 256, (8, 8, 3), dtype=np.uint8)},
              # (both sides call resize directly: a wrapper would cost as much as the op)
-             impls={"fastops": lambda inp: functools.partial(_cv().resize, inp["x"], (5, 4)),
+             impls={"fastops": lambda inp: functools.partial(fcv.resize, inp["x"], (5, 4)),
                     "cv2": lambda inp: _cv2_resize(inp["x"], (5, 4))},
              quick=False, calls=200),
     _tiny("grid_sample 1x3x8x8 bilinear", "grid_sample", _grid,

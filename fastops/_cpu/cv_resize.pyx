@@ -60,6 +60,11 @@ cdef extern from "cv_resize.hpp" namespace "fastops" nogil:
         const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, const int64_t* fy,
         const int64_t* cy, const float* wy, int64_t Ky, const int64_t* fx, const int64_t* cx,
         const float* wx, int64_t Kx, T* out, int64_t dh, int64_t dw, int nthreads) except +
+    bint c_resize_takes "fastops::cv_resize_takes"(int typenum)
+    bint c_resize_contiguous "fastops::cv_resize_contiguous"(
+        int typenum, const void* x, int64_t h, int64_t w, int64_t C, int interp, double sx,
+        double inv_x, double sy, double inv_y, int64_t isx, int64_t isy, void* out,
+        int64_t dh, int64_t dw, int nthreads) except +
 
 
 cdef int64_t _row_stride(int64_t s0, int64_t s1, int64_t s2, int64_t C, int64_t item) except? -1:
@@ -145,41 +150,6 @@ def area(const exact_t[:, :, :] x, const int64_t[::1] fy, const int64_t[::1] cy,
 
 
 # ------------------------------------------------------------------ the fast path
-cdef int _fast_kernel(const area_t* x, int64_t h, int64_t w, int64_t C, int interp,
-                      double sx, double inv_x, double sy, double inv_y, int64_t isx,
-                      int64_t isy, area_t* out, int64_t dh, int64_t dw,
-                      int nthreads) except -1 nogil:
-    """One of fast_resize's kernels on a contiguous image (isx > 0: resizeAreaFast_)."""
-    if isx > 0:
-        c_area_fast(x, h, w, C, w * C, isx, isy, out, dh, dw, nthreads)
-    elif area_t is uint8_t:
-        c_resize_fixed(x, h, w, C, w * C, sx, inv_x, sy, inv_y, interp, out, dh, dw, nthreads)
-    else:
-        c_resize_float(x, h, w, C, w * C, sx, inv_x, sy, inv_y, interp, out, dh, dw, nthreads)
-    return 0
-
-
-cdef int _fast_typed(int typenum, const void* x, int64_t h, int64_t w, int64_t C, int interp,
-                     double sx, double inv_x, double sy, double inv_y, int64_t isx,
-                     int64_t isy, void* o, int64_t dh, int64_t dw, int nthreads) except -1 nogil:
-    if typenum == cnp.NPY_UBYTE:
-        _fast_kernel(<const uint8_t*>x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy,
-                     <uint8_t*>o, dh, dw, nthreads)
-    elif typenum == cnp.NPY_USHORT:
-        _fast_kernel(<const uint16_t*>x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy,
-                     <uint16_t*>o, dh, dw, nthreads)
-    elif typenum == cnp.NPY_SHORT:
-        _fast_kernel(<const int16_t*>x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy,
-                     <int16_t*>o, dh, dw, nthreads)
-    elif typenum == cnp.NPY_FLOAT:
-        _fast_kernel(<const float*>x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy,
-                     <float*>o, dh, dw, nthreads)
-    else:
-        _fast_kernel(<const double*>x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy,
-                     <double*>o, dh, dw, nthreads)
-    return 0
-
-
 cdef inline int64_t _round_int(double v) noexcept nogil:
     """saturate_cast<int>(v) for v > 0: round half to even, at most INT_MAX."""
     return <int64_t>nearbyint(v) if v < 2147483647.0 else 2147483647
@@ -206,8 +176,7 @@ def fast_resize(img, dsize, dst, interpolation):
     if (nd != 2 and nd != 3) or not (cnp.PyArray_ISCARRAY_RO(a) and cnp.PyArray_ISNOTSWAPPED(a)) \
             or cnp.PyArray_SIZE(a) == 0 or sizeof(cnp.npy_intp) != sizeof(int64_t):
         return None
-    if not (typenum == cnp.NPY_UBYTE or typenum == cnp.NPY_USHORT or typenum == cnp.NPY_SHORT
-            or typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE):
+    if not c_resize_takes(typenum):
         return None
     cdef int64_t h = cnp.PyArray_DIMS(a)[0], w = cnp.PyArray_DIMS(a)[1]
     cdef int64_t C = cnp.PyArray_DIMS(a)[2] if nd == 3 else 1
@@ -240,9 +209,10 @@ def fast_resize(img, dsize, dst, interpolation):
     cdef const void* x = cnp.PyArray_DATA(a)
     cdef void* o = cnp.PyArray_DATA(out)
     if nthreads == 1:       # (a small image: releasing the GIL costs more than the kernel)
-        _fast_typed(typenum, x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy, o, dh, dw, 1)
+        c_resize_contiguous(typenum, x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy, o, dh,
+                            dw, 1)
     else:
         with nogil:
-            _fast_typed(typenum, x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy, o, dh,
-                        dw, nthreads)
+            c_resize_contiguous(typenum, x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy, o,
+                                dh, dw, nthreads)
     return out

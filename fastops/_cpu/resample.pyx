@@ -18,6 +18,9 @@ ctypedef fused rs_t:
     float
     double
 
+cdef extern from "npy_types.hpp" namespace "fastops" nogil:
+    cbool c_is_int64 "fastops::is_npy_type<int64_t>"(int typenum)
+
 # every kernel is `except +`: std::bad_alloc (per-thread scratch) becomes MemoryError
 cdef extern from "resample.hpp" namespace "fastops" nogil:
     void c_table "fastops::resize_table"[W](
@@ -25,11 +28,11 @@ cdef extern from "resample.hpp" namespace "fastops" nogil:
         double out_width, double roi_start, double roi_end, double cubic_a, cbool antialias,
         cbool exclude_outside, int64_t n_raw, int64_t tap_start, int64_t K, int64_t* first,
         int64_t* count, W* weights, uint8_t* extrap, int nthreads) except +
-    void c_resize2d "fastops::resize2d_flat"[T, W](
-        const T* x, const int64_t* shape, const int64_t* strides, const int64_t* fh,
-        const int64_t* ch, const W* wh, int64_t Kh, int64_t Ho, const int64_t* fw,
-        const int64_t* cw, const W* ww, int64_t Kw, int64_t Wo, cbool v_first, T* out,
-        int nthreads) except +
+    cbool c_resize2d_typed "fastops::resize2d_typed"(
+        int typenum, cbool wdouble, const void* x, const int64_t* shape,
+        const int64_t* strides, const int64_t* fh, const int64_t* ch, const void* wh,
+        int64_t Kh, int64_t Ho, const int64_t* fw, const int64_t* cw, const void* ww,
+        int64_t Kw, int64_t Wo, cbool v_first, void* out, int nthreads) except +
     void c_nearest2d "fastops::nearest2d_flat"[T](
         const T* x, const int64_t* shape, const int64_t* strides, const int64_t* fh,
         int64_t Ho, const int64_t* fw, int64_t Wo, T* out, int nthreads) except +
@@ -53,41 +56,15 @@ def axis_table(int64_t n_in, int64_t n_out, int mode, int ctm, int nearest_mode,
                 &first[0], &count[0], &weights[0, 0], &extrap[0], nthreads)
 
 
-cdef inline bint _is_signed(int typenum, int size, int itemsize) noexcept:
-    """A signed integer type of ``size`` bytes, whatever its C name (int64 is long on
-    Linux and long long elsewhere; NumPy takes either for np.int64)."""
-    return cnp.PyTypeNum_ISINTEGER(typenum) and cnp.PyTypeNum_ISSIGNED(typenum) \
-        and itemsize == size
-
-
 cdef const int64_t* _index_vector(object a, int64_t n, str name) except NULL:
     """The data of a C-contiguous 1-D int64 ndarray of length n."""
     if type(a) is not cnp.ndarray or cnp.PyArray_NDIM(<cnp.ndarray>a) != 1 \
             or cnp.PyArray_DIMS(<cnp.ndarray>a)[0] != n \
             or not cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>a) \
             or not cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>a) \
-            or not _is_signed(cnp.PyArray_TYPE(<cnp.ndarray>a), 8, cnp.PyArray_ITEMSIZE(<cnp.ndarray>a)):
+            or not c_is_int64(cnp.PyArray_TYPE(<cnp.ndarray>a)):
         raise TypeError(f"resize2d: {name} must be a contiguous int64 vector of length {n}")
     return <const int64_t*>cnp.PyArray_DATA(<cnp.ndarray>a)
-
-
-cdef int _resize2d_w(const rs_t* x, const int64_t* shape, const int64_t* strides,
-                     cnp.ndarray wh, cnp.ndarray ww, const int64_t* fh, const int64_t* ch,
-                     const int64_t* fw, const int64_t* cw, bint v_first, rs_t* out,
-                     int nthreads) except -1:
-    cdef int64_t Kh = cnp.PyArray_DIMS(wh)[1], Ho = cnp.PyArray_DIMS(wh)[0]
-    cdef int64_t Kw = cnp.PyArray_DIMS(ww)[1], Wo = cnp.PyArray_DIMS(ww)[0]
-    cdef const void* ph = cnp.PyArray_DATA(wh)
-    cdef const void* pw = cnp.PyArray_DATA(ww)
-    if cnp.PyArray_TYPE(wh) == cnp.NPY_FLOAT:
-        with nogil:
-            c_resize2d(x, shape, strides, fh, ch, <const float*>ph, Kh, Ho, fw, cw,
-                       <const float*>pw, Kw, Wo, v_first, out, nthreads)
-    else:
-        with nogil:
-            c_resize2d(x, shape, strides, fh, ch, <const double*>ph, Kh, Ho, fw, cw,
-                       <const double*>pw, Kw, Wo, v_first, out, nthreads)
-    return 0
 
 
 def resize2d(x, fh, ch, wh, fw, cw, ww, bint v_first, out, int nthreads):
@@ -134,26 +111,15 @@ def resize2d(x, fh, ch, wh, fw, cw, ww, bint v_first, out, int nthreads):
     cdef const int64_t* pfw = _index_vector(fw, Wo, "fw")
     cdef const int64_t* pcw = _index_vector(cw, Wo, "cw")
     cdef const void* px = cnp.PyArray_DATA(a)
+    cdef const void* ph = cnp.PyArray_DATA(th)
+    cdef const void* pw = cnp.PyArray_DATA(tw)
     cdef void* po = cnp.PyArray_DATA(o)
-    if t == cnp.NPY_UINT8 or (cnp.PyTypeNum_ISUNSIGNED(t) and item == 1):
-        _resize2d_w(<const uint8_t*>px, shape, strides, th, tw, pfh, pch, pfw, pcw, v_first,
-                    <uint8_t*>po, nthreads)
-    elif _is_signed(t, 1, item):
-        _resize2d_w(<const int8_t*>px, shape, strides, th, tw, pfh, pch, pfw, pcw, v_first,
-                    <int8_t*>po, nthreads)
-    elif _is_signed(t, 4, item):
-        _resize2d_w(<const int32_t*>px, shape, strides, th, tw, pfh, pch, pfw, pcw, v_first,
-                    <int32_t*>po, nthreads)
-    elif _is_signed(t, 8, item):
-        _resize2d_w(<const int64_t*>px, shape, strides, th, tw, pfh, pch, pfw, pcw, v_first,
-                    <int64_t*>po, nthreads)
-    elif t == cnp.NPY_FLOAT:
-        _resize2d_w(<const float*>px, shape, strides, th, tw, pfh, pch, pfw, pcw, v_first,
-                    <float*>po, nthreads)
-    elif t == cnp.NPY_DOUBLE:
-        _resize2d_w(<const double*>px, shape, strides, th, tw, pfh, pch, pfw, pcw, v_first,
-                    <double*>po, nthreads)
-    else:
+    cdef bint wdouble = wt == cnp.NPY_DOUBLE, done
+    with nogil:
+        done = c_resize2d_typed(t, wdouble, px, shape, strides, pfh, pch, ph,
+                                cnp.PyArray_DIMS(th)[1], Ho, pfw, pcw, pw,
+                                cnp.PyArray_DIMS(tw)[1], Wo, v_first, po, nthreads)
+    if not done:
         raise TypeError(f"resize2d: no kernel for dtype {a.dtype}")
 
 

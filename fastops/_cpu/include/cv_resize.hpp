@@ -59,6 +59,7 @@
 #endif
 
 #include "common.hpp"
+#include "npy_types.hpp"
 #include "resample.hpp"
 
 // OpenCV's float sequences, bit for bit, on every build: no FMA contraction (setup.py
@@ -953,6 +954,10 @@ struct FloatPath {
 constexpr int64_t hlanes(int64_t C) { return C == 3 ? 4 : C; }
 constexpr int64_t hgroup_px(int64_t C) { return C == 1 ? 4 : (C == 2 ? 2 : 1); }
 constexpr int64_t hwindow(int64_t C, int K) { return C == 1 ? 4 : (C == 3 ? (K - 1) * 3 + 4 : K * C); }
+// the same for float64 sums (hrun64): 4 outputs per 256-bit vector for one channel, one
+// pixel per vector for 2-4
+constexpr int64_t hlanes64(int64_t C) { return C == 1 ? 1 : 4; }
+constexpr int64_t hwindow64(int64_t C, int K) { return C == 1 ? 4 : (K - 1) * C + 4; }
 
 #if defined(__SSE2__)
 // 4 consecutive elements as float32 (uint16 / int16 widened exactly).
@@ -1134,13 +1139,11 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
   return d;
 }
 
-#if defined(__AVX2__)
 // float64 images (double sums), the AVX2 build: 4 outputs per 256-bit vector for one
 // channel (windows of 4 transposed), one pixel per vector for 2-4 channels (lanes past C
 // overwritten by the next pixel or landing in the row's slack); each lane runs the scalar
-// sequence.  Lanes and window reach per pixel as hlanes / hwindow for float32:
-constexpr int64_t hlanes64(int64_t C) { return C == 1 ? 1 : 4; }
-constexpr int64_t hwindow64(int64_t C, int K) { return C == 1 ? 4 : (K - 1) * C + 4; }
+// sequence (hlanes64 / hwindow64 above).
+#if defined(__AVX2__)
 
 template <int C, int K, typename T>
 inline int64_t hrun64(const T* S, const int64_t* o0, const double* cw, int64_t cstride,
@@ -1368,6 +1371,31 @@ RS_INLINE int64_t vrun16(const float* const* R, const float* b, int64_t j, int64
 }
 #endif
 
+// Which sums have a vector horizontal pass in this build (float32: SSE2 and up; float64:
+// the x86-64-v3 build), and the pass itself for C <= 4 channels and K taps.
+#if defined(__AVX2__)
+template <typename WT>
+constexpr bool kHVec = true;
+#elif defined(__SSE2__)
+template <typename WT>
+constexpr bool kHVec = std::is_same_v<WT, float>;
+#else
+template <typename WT>
+constexpr bool kHVec = false;
+#endif
+
+template <int C, int K, typename T, typename WT = typename FloatPath<T>::WT>
+inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride, int64_t lo,
+                    int64_t hi, WT* H) {
+#if defined(__AVX2__)
+  if constexpr (std::is_same_v<WT, double>) return hrun64<C, K, T>(S, o0, cw, cstride, lo, hi, H);
+#endif
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<WT, float>) return hrun<C, K, T>(S, o0, cw, cstride, lo, hi, H);
+#endif
+  return lo;  // (not instantiated where kHVec<WT> is false)
+}
+
 template <typename T>
 void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, double scale_x,
                   double inv_x, double scale_y, double inv_y, int interp, T* out, int64_t dh,
@@ -1435,28 +1463,16 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
   using HRun = int64_t (*)(const T*, const int64_t*, const WT*, int64_t, int64_t, int64_t, WT*);
   HRun run = nullptr;
   int64_t reach = 0;  // elements the vector pass reads from a pixel's first tap
-#if defined(__SSE2__)
-  if constexpr (std::is_same<WT, float>::value) {
+  if constexpr (kHVec<WT>) {
     if (C <= 4) {
-      const HRun runs[2][4] = {{hrun<1, 2, T>, hrun<2, 2, T>, hrun<3, 2, T>, hrun<4, 2, T>},
-                               {hrun<1, 4, T>, hrun<2, 4, T>, hrun<3, 4, T>, hrun<4, 4, T>}};
+      const HRun runs[2][4] = {{hvec<1, 2, T>, hvec<2, 2, T>, hvec<3, 2, T>, hvec<4, 2, T>},
+                               {hvec<1, 4, T>, hvec<2, 4, T>, hvec<3, 4, T>, hvec<4, 4, T>}};
       run = runs[K == 4][C - 1];
-      Lp = hlanes(C);
-      reach = hwindow(C, K);
+      constexpr bool f32 = std::is_same_v<WT, float>;
+      Lp = f32 ? hlanes(C) : hlanes64(C);
+      reach = f32 ? hwindow(C, K) : hwindow64(C, K);
     }
   }
-#endif
-#if defined(__AVX2__)
-  if constexpr (std::is_same<WT, double>::value) {
-    if (C <= 4) {
-      const HRun runs[2][4] = {{hrun64<1, 2, T>, hrun64<2, 2, T>, hrun64<3, 2, T>, hrun64<4, 2, T>},
-                               {hrun64<1, 4, T>, hrun64<2, 4, T>, hrun64<3, 4, T>, hrun64<4, 4, T>}};
-      run = runs[K == 4][C - 1];
-      Lp = hlanes64(C);
-      reach = hwindow64(C, K);
-    }
-  }
-#endif
   if (run) {
     auto fast = [&](int64_t d) {
       return (K == 2 ? xn[d] == 2 : !xz[d]) && xo[d * K] + reach <= Lin;
@@ -2116,6 +2132,43 @@ void cv_area(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, const int6
 // ------------------------------------------------------------------ flat entry points
 inline void cv_nn_table(int64_t n_in, int64_t n_out, double ifx, bool exact, int64_t* idx) {
   cvr::nn_table(n_in, n_out, ifx, exact, idx);
+}
+
+// cv2's image types, computed as they are (float16 goes through float32 in fastops.cv)
+template <typename T>
+constexpr bool cv_image_type = std::is_same_v<T, uint8_t> || std::is_same_v<T, uint16_t> ||
+                               std::is_same_v<T, int16_t> || std::is_floating_point_v<T>;
+
+inline bool cv_resize_takes(int typenum) {
+  bool ok = false;
+  visit_real(typenum, [&](auto t) { ok = cv_image_type<decltype(t)>; });
+  return ok;
+}
+
+// cv_resize.pyx fast_resize's entry: a C-contiguous image of NumPy type `typenum` (false,
+// nothing run, unless cv_resize_takes it); isx > 0: resizeAreaFast_ with isx x isy
+// cells, else the separable filter `interp` (fixed point for uint8).
+inline bool cv_resize_contiguous(int typenum, const void* x, int64_t h, int64_t w, int64_t C,
+                                 int interp, double sx, double inv_x, double sy, double inv_y,
+                                 int64_t isx, int64_t isy, void* out, int64_t dh, int64_t dw,
+                                 int nthreads) {
+  bool done = false;
+  visit_real(typenum, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (cv_image_type<T>) {
+      const T* xs = static_cast<const T*>(x);
+      T* o = static_cast<T*>(out);
+      if (isx > 0) {
+        cv_area_fast<T>(xs, h, w, C, w * C, isx, isy, o, dh, dw, nthreads);
+      } else if constexpr (std::is_same_v<T, uint8_t>) {
+        cv_resize_fixed(xs, h, w, C, w * C, sx, inv_x, sy, inv_y, interp, o, dh, dw, nthreads);
+      } else {
+        cv_resize_float<T>(xs, h, w, C, w * C, sx, inv_x, sy, inv_y, interp, o, dh, dw, nthreads);
+      }
+      done = true;
+    }
+  });
+  return done;
 }
 
 template <typename W>

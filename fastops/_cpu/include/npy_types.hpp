@@ -40,6 +40,14 @@ inline bool is_real_type(int typenum) {
   return visit_real(typenum, [](auto) {});
 }
 
+// Is `typenum` the NumPy type of T (visit_real's mapping: long and long long alike)?
+template <typename T>
+inline bool is_npy_type(int typenum) {
+  bool same = false;
+  visit_real(typenum, [&](auto t) { same = std::is_same_v<decltype(t), T>; });
+  return same;
+}
+
 // dst[0:n] = src[0:n] converted to double (per-channel parameters); false for a dtype
 // visit_real leaves out.
 inline bool copy_as_double(int typenum, const void* src, int64_t n, double* dst) {

@@ -50,6 +50,7 @@
 #include <limits>
 #include <type_traits>
 #include <vector>
+#include "npy_types.hpp"
 #include "parallel.hpp"
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -1293,6 +1294,33 @@ void resize2d_flat(const T* x, const int64_t* shape, const int64_t* strides,
                    bool v_first, T* out, int nthreads) {
   resize2d<T, W>(view5(x, shape, strides), rsk::Table<W>{fh, ch, wh, Kh, Ho},
                  rsk::Table<W>{fw, cw, ww, Kw, Wo}, v_first, out, nthreads);
+}
+
+// resample.pyx resize2d's entry: x of NumPy type `typenum` (uint8, int8, int32, int64,
+// float32 or float64; false, nothing run, for another), weights float64 when `wdouble`
+// else float32, out of x's type.
+inline bool resize2d_typed(int typenum, bool wdouble, const void* x, const int64_t* shape,
+                           const int64_t* strides, const int64_t* fh, const int64_t* ch,
+                           const void* wh, int64_t Kh, int64_t Ho, const int64_t* fw,
+                           const int64_t* cw, const void* ww, int64_t Kw, int64_t Wo,
+                           bool v_first, void* out, int nthreads) {
+  bool done = false;
+  visit_real(typenum, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t> ||
+                  std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+                  std::is_floating_point_v<T>) {
+      auto run = [&](auto w) {
+        using W = decltype(w);
+        resize2d_flat<T, W>(static_cast<const T*>(x), shape, strides, fh, ch,
+                            static_cast<const W*>(wh), Kh, Ho, fw, cw, static_cast<const W*>(ww),
+                            Kw, Wo, v_first, static_cast<T*>(out), nthreads);
+      };
+      wdouble ? run(double{}) : run(float{});
+      done = true;
+    }
+  });
+  return done;
 }
 
 template <typename T>
