@@ -163,6 +163,32 @@ def test_gather_elements_vs_onnx_reference(axis, xp):
           _onnx_ref("GatherElements", [data, idx], axis=axis))
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "strided data", "smaller indices"])
+def test_gather_elements_long_rows_on_threads(layout):
+    """Rows longer than one task's span (kGatherSpan, 4096 columns) on the pool's threads,
+    with negative indices and every layout the kernel tells apart, against NumPy."""
+    rng = np.random.default_rng(31)
+    data = rng.standard_normal((6, 9000)).astype(np.float32)
+    if layout == "strided data":
+        data = np.asfortranarray(data)[:, ::-1]
+    idx = rng.integers(-6, 6, (40, 9000 if layout != "smaller indices" else 8999))
+    expect = np.take_along_axis(data[:, :idx.shape[1]], np.where(idx < 0, idx + 6, idx), 0)
+    _same(fastops.gather_elements(data, idx, 0), expect)
+
+
+def test_gather_elements_names_the_first_bad_index_whatever_the_threads():
+    """Bad indices in several tasks: the error names the lowest position (row-major),
+    not the one the fastest thread found first."""
+    data = np.zeros((5, 9000), np.float32)
+    idx = np.zeros((64, 9000), np.int64)
+    idx[63, 0] = 5
+    idx[40, 8999] = -6
+    idx[7, 5000] = 99          # second span of row 7: the lowest position
+    for _ in range(5):
+        with pytest.raises(IndexError, match=r"indices\[7, 5000\] = 99"):
+            fastops.gather_elements(data, idx, 0)
+
+
 @pytest.mark.parametrize("batch_dims,k", [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (2, 1)])
 def test_gather_nd_vs_onnx_reference(batch_dims, k, xp):
     rng = np.random.default_rng(4)
