@@ -83,6 +83,32 @@ def test_topk_rows_up_to_33_every_k(dtype):
                 check_topk(x, k, -1, largest, sorted=False)
 
 
+@pytest.mark.parametrize("dtype", ["uint32", "int32", "float32"])
+def test_topk_short_rows_lane_minima(dtype):
+    """Contiguous rows of 4..128 values of 4 bytes with k <= 16 (k = 1 from 4, k > 1
+    above 32) take the lane-minima threshold and a compress of the candidates
+    (selection.hpp select_short): row lengths around the 4-lane vectors and their
+    overlapping last one, the 32 of the rank step and the 128 limit; every k; random, tied
+    (more than 32 candidates: the general paths take over), all-equal, all-NaN rows,
+    the best values in the last, partly padded vector, signed zeros and infinities."""
+    rng = np.random.default_rng(8)
+    for m in (4, 5, 6, 7, 8, 9, 15, 17, 31, 33, 34, 35, 40, 63, 65, 80, 91, 127, 128, 129):
+        rows = [sample((20, m), dtype, rng), sample((20, m), dtype, rng, ties=True),
+                sample((20, m), dtype, rng, ties=True, specials=True),
+                np.zeros((1, m), dtype), np.sort(sample((2, m), dtype, rng), axis=1)]
+        if np.dtype(dtype).kind == "f":
+            rows.append(np.full((1, m), np.nan, dtype))
+            rows.append(np.where(np.arange(m) % 2, -0.0, 0.0).astype(dtype)[None])
+        x = np.concatenate(rows)
+        for k in range(1, min(m, 17) + 1):
+            for largest in (True, False):
+                check_topk(x, k, -1, largest)
+                check_topk(x, k, -1, largest, sorted=False)
+        v, _ = fastops.topk(x, 1)     # the value's own bits (the -0.0 of the zeros row)
+        np.testing.assert_array_equal(v.view(f"u{x.itemsize}"),
+                                      ref.topk(x, 1, -1, True)[0].view(f"u{x.itemsize}"))
+
+
 @pytest.mark.parametrize("dtype", ALL_REAL)
 def test_topk_long_rows_partition(xp, dtype):
     """Rows >= 512 with k past the heap's range: the partition over the candidates of a

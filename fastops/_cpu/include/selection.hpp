@@ -172,6 +172,21 @@ inline Entry<T> best_contiguous(const T* p, int64_t m, int64_t offset) {
   // (the searches are bounded: another thread may rewrite the row meanwhile; the result
   // is then unspecified, but nothing is read past the row)
   int64_t j = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_same<T, float>::value) {
+    // short rows: the first match from one mask of the whole row, no loop exit to
+    // mispredict (topk 100000x20 k=1, fastops/_bench/selection.py)
+    if (!nan && m <= 64) {
+      const __m128 bv = _mm_set1_ps(b);
+      uint64_t hits = 0;
+      for (; j + 4 <= m; j += 4)
+        hits |= static_cast<uint64_t>(_mm_movemask_ps(_mm_cmpeq_ps(_mm_loadu_ps(p + j), bv))) << j;
+      for (; j < m; ++j) hits |= static_cast<uint64_t>(p[j] == b) << j;
+      j = hits ? __builtin_ctzll(hits) : m - 1;  // (no match: another thread rewrote the row)
+      return Entry<T>{p[j], j + offset};
+    }
+  }
+#endif
   if (!nan) {
     while (j < m - 1 && !(p[j] == b)) ++j;
   } else if (Largest) {
@@ -199,22 +214,32 @@ struct SelectScratch {
 };
 
 // A 32-bit key of a value of 4 bytes or fewer that orders as Rank does, smaller first:
-// NaN first for largest and last for smallest, -0.0 equal to +0.0.
+// NaN first for largest and last for smallest, -0.0 equal to +0.0.  Branch-free, so that
+// a loop of them vectorizes (the short-row kernel converts whole rows).
 template <typename T, bool Largest>
 inline uint32_t rank_key32(T v) {
   uint32_t u;
+  bool nan = false;
   if constexpr (std::is_floating_point<T>::value) {
-    if (is_nan(v)) return Largest ? 0u : ~0u;
-    if (v == 0) v = 0;  // -0.0 ties +0.0
     uint32_t b;
     std::memcpy(&b, &v, sizeof b);
+    const uint32_t mag = b & 0x7fffffffu;
+    nan = mag > 0x7f800000u;
+    b = mag == 0 ? 0u : b;  // -0.0 ties +0.0
     u = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
   } else if constexpr (std::is_signed<T>::value) {
     u = static_cast<uint32_t>(static_cast<int32_t>(v)) ^ 0x80000000u;
   } else {
     u = static_cast<uint32_t>(v);
   }
-  return Largest ? ~u : u;
+  u = Largest ? ~u : u;
+  return nan ? (Largest ? 0u : ~0u) : u;
+}
+
+// rank_key32 as a signed int (for signed vector compares): the same order.
+template <typename T, bool Largest>
+inline int32_t rank_key_i32(T v) {
+  return static_cast<int32_t>(rank_key32<T, Largest>(v) ^ 0x80000000u);
 }
 
 // The partition path's order: for kKey32 types the uint32 rank key (integer compares,
@@ -240,20 +265,11 @@ struct PartKey<T, Largest, true> {
 // float32 22 -> 9.3 ms on one thread (C++ harness; fastops/_bench/selection.py 0.50x ORT).
 constexpr int64_t kRankMax = 32;
 
-template <typename T, bool Largest, int NB>
-inline void select_by_rank_n(const T* p, int64_t m, int64_t k, bool sorted, Entry<T>* out,
-                             int64_t offset) {
+// rank[j] for keys kv[0:m] (signed rank keys, padded with INT32_MAX to 4 * NB): the
+// number of keys that beat key j (smaller, or equal at a lower position).
+template <int NB>
+inline void ranks_of_keys(const int32_t* kv, int m, int32_t* rank) {
   typedef int32_t v4i __attribute__((vector_size(16)));  // SSE2; unrolled to NB registers
-  alignas(16) int32_t kv[4 * NB];
-  T vals[4 * NB];  // each value read once: the ranks are a permutation of 0 .. m - 1
-  for (int j = 0; j < 4 * NB; ++j) {
-    if (j < m) {
-      vals[j] = p[j];
-      kv[j] = static_cast<int32_t>(rank_key32<T, Largest>(vals[j]) ^ 0x80000000u);
-    } else {
-      kv[j] = INT32_MAX;  // padding: never iterated as a contender
-    }
-  }
   // Value i beats lane j when key_i < key_j, or key_i == key_j and i < j.  Over the i < j
   // that is 1 - [key_j < key_i], so lane j starts at j and adds the -1 masks of
   // key_i > key_j for i < j and subtracts those of key_j > key_i for i > j; only the
@@ -274,14 +290,35 @@ inline void select_by_rank_n(const T* p, int64_t m, int64_t k, bool sorted, Entr
     }
   }
   for (int b = 0; b < NB; ++b) cnt[b] += v4i{} + 4 * b;  // the 1s of the earlier blocks
-  alignas(16) int32_t rank[4 * NB];
-  std::memcpy(rank, cnt, sizeof rank);
-  // branch-free placement (a taken-or-not branch per value mispredicted like the list)
-  Entry<T> placed[4 * NB + 1];
+  std::memcpy(rank, cnt, sizeof(v4i) * NB);
+}
+
+// rank[0:m] of keys kv (m <= kRankMax, padded with INT32_MAX to a multiple of 4).
+inline void ranks_of_keys(const int32_t* kv, int m, int32_t* rank) {
+  static_assert(kRankMax == 32, "ranks_of_keys covers up to 8 blocks of 4");
+  switch ((m + 3) / 4) {
+    case 1: return ranks_of_keys<1>(kv, m, rank);
+    case 2: return ranks_of_keys<2>(kv, m, rank);
+    case 3: return ranks_of_keys<3>(kv, m, rank);
+    case 4: return ranks_of_keys<4>(kv, m, rank);
+    case 5: return ranks_of_keys<5>(kv, m, rank);
+    case 6: return ranks_of_keys<6>(kv, m, rank);
+    case 7: return ranks_of_keys<7>(kv, m, rank);
+    default: return ranks_of_keys<8>(kv, m, rank);
+  }
+}
+
+// out[0:k] from m ranked entries entry(j): by rank (sorted) or, in index order, the
+// ones of rank < k; branch-free (a taken-or-not branch per value mispredicted like the
+// insertion list).
+template <typename T, typename EntryOf>
+inline void place_by_rank(const int32_t* rank, int m, int64_t k, bool sorted, EntryOf entry,
+                          Entry<T>* out) {
+  Entry<T> placed[kRankMax + 1];
   int64_t next = 0;
   for (int j = 0; j < m; ++j) {
     const int64_t slot = sorted ? rank[j] : next;
-    placed[slot] = Entry<T>{vals[j], j + offset};
+    placed[slot] = entry(j);
     next += rank[j] < k;
   }
   std::copy(placed, placed + k, out);
@@ -290,17 +327,131 @@ inline void select_by_rank_n(const T* p, int64_t m, int64_t k, bool sorted, Entr
 template <typename T, bool Largest>
 inline void select_by_rank(const T* p, int64_t m, int64_t k, bool sorted, Entry<T>* out,
                            int64_t offset) {
-  static_assert(kRankMax == 32, "select_by_rank covers rows of up to 8 blocks of 4");
-  switch ((m + 3) / 4) {
-    case 1: return select_by_rank_n<T, Largest, 1>(p, m, k, sorted, out, offset);
-    case 2: return select_by_rank_n<T, Largest, 2>(p, m, k, sorted, out, offset);
-    case 3: return select_by_rank_n<T, Largest, 3>(p, m, k, sorted, out, offset);
-    case 4: return select_by_rank_n<T, Largest, 4>(p, m, k, sorted, out, offset);
-    case 5: return select_by_rank_n<T, Largest, 5>(p, m, k, sorted, out, offset);
-    case 6: return select_by_rank_n<T, Largest, 6>(p, m, k, sorted, out, offset);
-    case 7: return select_by_rank_n<T, Largest, 7>(p, m, k, sorted, out, offset);
-    default: return select_by_rank_n<T, Largest, 8>(p, m, k, sorted, out, offset);
+  alignas(16) int32_t kv[kRankMax], rank[kRankMax];
+  T vals[kRankMax];  // each value read once: the ranks are a permutation of 0 .. m - 1
+  for (int j = 0; j < kRankMax; ++j) {
+    if (j < m) vals[j] = p[j];
+    kv[j] = j < m ? rank_key_i32<T, Largest>(vals[j]) : INT32_MAX;  // padding never contends
   }
+  ranks_of_keys(kv, static_cast<int>(m), rank);
+  place_by_rank<T>(rank, static_cast<int>(m), k, sorted,
+                   [&](int j) { return Entry<T>{vals[j], j + offset}; }, out);
+}
+
+// ------------------------------------------------------------------ short rows, small k
+// Contiguous rows of 4-byte kKey32 types (float32, int32, uint32) up to kShortMax long
+// with k <= kShortK (per-anchor class scores: 80 / 91 classes, k of 1 to 10), without a
+// branch per value:
+//  1. the row's signed rank keys (smaller = better), four per SSE2 vector, converted in
+//     registers (the last vector overlaps the one before it; its repeated lanes are
+//     masked);
+//  2. the minimum of each of 8 lanes (2 vectors) for k <= 8, 16 lanes above: each is a
+//     distinct value, so the k-th smallest of them, t, has at least k keys at or below
+//     it (with m > kRankMax every lane holds values of the row);
+//  3. the positions of the keys <= t in index order: a compress through a table of the
+//     set bits of each vector's mask (typically k to 2k of them);
+//  4. ranks_of_keys over those candidates.
+// More than kRankMax candidates (many ties) leave the row to select_k's general paths.
+// Before, these rows took the heap (m >= 24 k) or the sorted insertion list, each with
+// a mispredicted branch per new best: fastops/_bench/selection.py topk 8400x80 k=2,
+// 20000x80 k=5 and 20000x91 k=10 took 1.08 / 4.60 / 11.6 ms back to back, now 0.65 /
+// 1.72 / 2.22 (onnxruntime 1.01 / 5.23 / 10.9).  Keys written one by one to a buffer
+// and read back as vectors stalled on store forwarding (4x slower than this); k = 1
+// stays with best_contiguous, which this was slower than (3.1 against 2.5 ms on
+// 100000x20).
+constexpr int64_t kShortMax = 128;
+constexpr int64_t kShortK = 16;
+
+template <typename T>
+constexpr bool kShortRows =
+    sizeof(T) == 4 && (std::is_integral<T>::value || std::is_same<T, float>::value);
+
+typedef int32_t KeyVec __attribute__((vector_size(16)));  // SSE2
+
+// rank_key_i32 of p[0:4], lane by lane.
+template <typename T, bool Largest>
+inline KeyVec keys4(const T* p) {
+  KeyVec b;
+  std::memcpy(&b, p, sizeof b);
+  const KeyVec lo = KeyVec{} + INT32_MIN;
+  if constexpr (std::is_floating_point<T>::value) {
+    const KeyVec mag = b & INT32_MAX;
+    const KeyVec nan = mag > 0x7f800000;
+    b = mag == 0 ? KeyVec{} : b;      // -0.0 ties +0.0
+    KeyVec u = b ^ ((b >> 31) | lo);  // rank_key32's unsigned order, before Largest
+    if (Largest) u = ~u;
+    u = nan ? KeyVec{} + (Largest ? 0 : -1) : u;
+    return u ^ lo;
+  } else if constexpr (std::is_signed<T>::value) {
+    return Largest ? ~b : b;
+  } else {
+    return (Largest ? ~b : b) ^ lo;
+  }
+}
+
+inline unsigned lane_bits(KeyVec m) {
+#if defined(__SSE2__)
+  return static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps((__m128i)m)));
+#else
+  return (m[0] != 0) | (m[1] != 0) << 1 | (m[2] != 0) << 2 | (m[3] != 0) << 3;
+#endif
+}
+
+template <typename T, bool Largest>
+inline bool select_short(const T* p, int64_t m, int64_t k, bool sorted, Entry<T>* out,
+                         int64_t offset) {
+  // the set lanes of a 4-bit mask, packed into bytes, and their count
+  static constexpr uint32_t kLanes[16] = {
+      0, 0x0, 0x1, 0x100, 0x2, 0x200, 0x201, 0x20100, 0x3, 0x300, 0x301, 0x30100,
+      0x302, 0x30200, 0x30201, 0x3020100};
+  constexpr uint64_t kCount = 0x4332322132212110ull;  // nibble b: popcount(b)
+  const int nfull = static_cast<int>(m / 4), tail = static_cast<int>(m % 4);
+  const int nblk = nfull + (tail > 0);
+  KeyVec key[kShortMax / 4];
+  for (int v = 0; v < nfull; ++v) key[v] = keys4<T, Largest>(p + 4 * v);
+  const KeyVec lane = KeyVec{0, 1, 2, 3};
+  const KeyVec repeated = lane < 4 - tail;  // the last block's lanes already seen
+  if (tail) key[nfull] = repeated ? KeyVec{} + INT32_MAX : keys4<T, Largest>(p + m - 4);
+  // lane minima of 2 (k <= 8) or 4 interleaved vectors
+  const int nacc = k <= 8 ? 2 : 4;
+  KeyVec acc[4];
+  for (int a = 0; a < 4; ++a) acc[a] = KeyVec{} + INT32_MAX;
+  for (int v = 0; v < nblk; ++v) {
+    KeyVec& x = acc[v & (nacc - 1)];
+    x = key[v] < x ? key[v] : x;
+  }
+  // t = the k-th smallest lane minimum = the largest one with at most k - 1 below it
+  alignas(16) int32_t lm[16];
+  std::memcpy(lm, acc, sizeof(KeyVec) * nacc);
+  KeyVec best = KeyVec{} + INT32_MIN;
+  for (int a = 0; a < nacc; ++a) {
+    KeyVec below = KeyVec{};
+    for (int i = 0; i < 4 * nacc; ++i) below -= (KeyVec{} + lm[i]) < acc[a];
+    const KeyVec pick = below < static_cast<int32_t>(k) ? acc[a] : KeyVec{} + INT32_MIN;
+    best = pick > best ? pick : best;
+  }
+  const int32_t t = std::max(std::max(best[0], best[1]), std::max(best[2], best[3]));
+  // positions of the keys <= t, in index order (bytes: m <= kShortMax < 256)
+  alignas(4) uint8_t pos[kShortMax + 4];
+  int c = 0;
+  const KeyVec tv = KeyVec{} + t;
+  for (int v = 0; v < nblk; ++v) {
+    unsigned bits = ~lane_bits(key[v] > tv) & 0xfu;
+    const int base = v < nfull ? 4 * v : static_cast<int>(m) - 4;
+    if (v == nfull) bits &= ~lane_bits(repeated);  // (a key of INT32_MAX ties the masks)
+    const uint32_t w = kLanes[bits] + 0x01010101u * static_cast<uint32_t>(base);
+    std::memcpy(pos + c, &w, sizeof w);
+    c += static_cast<int>((kCount >> (4 * bits)) & 0xf);
+  }
+  if (c > kRankMax) return false;
+  const int32_t* kf = reinterpret_cast<const int32_t*>(key);
+  auto key_at = [&](int q) { return q < 4 * nfull ? kf[q] : kf[q - (static_cast<int>(m) - 4) + 4 * nfull]; };
+  alignas(16) int32_t ck[kRankMax], rank[kRankMax];
+  for (int j = 0; j < kRankMax; ++j) ck[j] = j < c ? key_at(pos[j]) : INT32_MAX;
+  ranks_of_keys(ck, c, rank);
+  place_by_rank<T>(rank, c, k, sorted,
+                   [&](int j) { return Entry<T>{p[pos[j]], pos[j] + offset}; }, out);
+  return true;
 }
 
 // Sort out[0:k], which is in ascending index order, best first.  For values of 4 bytes
@@ -329,6 +480,12 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
                      SelectScratch<T>& scratch) {
   using R = Rank<T, Largest>;
   if (k == 0) return;
+  if constexpr (kShortRows<T>) {
+    if (k > 1 && k <= kShortK && m > kRankMax && m <= kShortMax) {
+      if (const T* p = get.contiguous())
+        if (select_short<T, Largest>(p, m, k, sorted, out, get.offset)) return;
+    }
+  }
   if (k == 1) {  // linear scan
     if (const T* p = get.contiguous()) {
       out[0] = best_contiguous<T, Largest>(p, m, get.offset);
@@ -526,6 +683,23 @@ void topk_impl(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t s_ou
     return;
   }
   const int nt = threads_for(work_product(rows, n), nthreads);
+  if (k == 1 && s_n == 1) {
+    // contiguous rows, k = 1: best_contiguous inlined, output r is row r (a call to
+    // select_k and the emit loop per row were a third of topk 100000x20 k=1)
+    parallel_for(rows, chunk_for(rows, nt), nt, [&](int64_t r0, int64_t r1, int) {
+      int64_t o = r0 / inner, j = r0 % inner;
+      for (int64_t r = r0; r < r1; ++r) {
+        const Entry<T> e = best_contiguous<T, Largest>(x + o * s_outer + j * s_inner, n, 0);
+        values[r] = e.v;
+        indices[r] = e.i;
+        if (++j == inner) {
+          j = 0;
+          ++o;
+        }
+      }
+    });
+    return;
+  }
   // per-thread heaps and partition scratch (allocated by the thread that uses them)
   std::vector<Padded<std::vector<Entry<T>>>> bests(static_cast<size_t>(nt));
   std::vector<Padded<SelectScratch<T>>> scratches(bests.size());
