@@ -260,7 +260,7 @@ def _dispatch_modes(be, x3, o3, dh, dw, inv_sx, inv_sy, interp, what):
 
 
 # ------------------------------------------------------------------ public
-@_dispatch.public
+@_dispatch.public(fast=("cv_resize", "fast_resize", ("img", "dsize", "dst", "interpolation")))
 def resize(img: Array, dsize: Optional[Sequence[IntScalar]], dst: Optional[Array] = None,
            fx: FloatScalar = 0, fy: FloatScalar = 0,
            interpolation: IntScalar = INTER_LINEAR) -> Array:
@@ -393,9 +393,6 @@ def resize(img: Array, dsize: Optional[Sequence[IntScalar]], dst: Optional[Array
     has none either (antialiased linear is a different filter); there is no antialias,
     exclude_outside, extrapolation or roi.
     """
-    done = _dispatch.fast_path("cv_resize", "fast_resize", img, dsize, dst, interpolation)
-    if done is not None:
-        return done
     if dst is not None and _is_scalar(dst):
         warnings.warn(
             f"{OP}: the third positional argument is dst, not interpolation; {dst!r} is "

@@ -52,7 +52,9 @@ def _nms_offset(op, offset):
     return int(offset)
 
 
-@_dispatch.public
+@_dispatch.public(fast=("nms", "fast_non_max_suppression",
+                        ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold",
+                         "score_threshold", "center_point_box", "offset", "pad")))
 def non_max_suppression(boxes: Array, scores: Array,
                         max_output_boxes_per_class: Optional[IntScalar] = None,
                         iou_threshold: FloatScalar = 0.0,
@@ -117,11 +119,6 @@ def non_max_suppression(boxes: Array, scores: Array,
     device, one block per (batch, class); it reads the candidate counts (to size the
     masks) and the output size from the device (neither with ``pad=True``).
     """
-    done = _dispatch.fast_path("nms", "fast_non_max_suppression", boxes, scores,
-                               max_output_boxes_per_class, iou_threshold, score_threshold,
-                               center_point_box, offset, pad)
-    if done is not None:
-        return done
     op = "non_max_suppression"
     be, (boxes, scores) = _dispatch.prepare(op, boxes=boxes, scores=scores)
     ct, thr_dt = _nms_dtypes(op, boxes, scores)
@@ -163,7 +160,9 @@ def non_max_suppression(boxes: Array, scores: Array,
     return be.wrap(out)
 
 
-@_dispatch.public
+@_dispatch.public(fast=("nms", "fast_nms",
+                        ("boxes", "scores", "iou_threshold", "score_threshold", "max_num",
+                         "offset")))
 def nms(boxes: Array, scores: Array, iou_threshold: FloatScalar,
         score_threshold: Optional[FloatScalar] = None, max_num: Optional[IntScalar] = None,
         offset: int = 0) -> Array:
@@ -197,10 +196,6 @@ def nms(boxes: Array, scores: Array, iou_threshold: FloatScalar,
     float16 is computed in float32 and thresholds are rounded to the scores' compute
     dtype.  Unlike MMCV's CPU kernel, float64 is computed in float64.
     """
-    done = _dispatch.fast_path("nms", "fast_nms", boxes, scores, iou_threshold,
-                               score_threshold, max_num, offset)
-    if done is not None:
-        return done
     op = "nms"
     be, (boxes, scores) = _dispatch.prepare(op, boxes=boxes, scores=scores)
     ct, thr_dt = _nms_dtypes(op, boxes, scores)
@@ -326,7 +321,9 @@ def _host(a):
     return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
 
 
-@_dispatch.public
+@_dispatch.public(fast=("roi_align", "fast_roi_align",
+                        ("x", "rois", "output_size", "spatial_scale", "sampling_ratio",
+                         "mode", "aligned", "batch_indices", _ROI_MODES)))
 def roi_align(x: Array, rois: Array, output_size: Union[int, Tuple[int, int]],
               spatial_scale: FloatScalar = 1.0, sampling_ratio: int = 0,
               mode: Literal["avg", "max", "onnx_max"] = "avg", aligned: bool = True,
@@ -462,11 +459,6 @@ def roi_align(x: Array, rois: Array, output_size: Union[int, Tuple[int, int]],
     are bit-identical; the call synchronizes once to check the batch indices and RoI
     coordinates.
     """
-    done = _dispatch.fast_path("roi_align", "fast_roi_align", x, rois, output_size,
-                               spatial_scale, sampling_ratio, mode, aligned, batch_indices,
-                               _ROI_MODES)
-    if done is not None:
-        return done
     op = "roi_align"
     be, (x, rois, batch_indices) = _dispatch.prepare(op, x=x, rois=rois,
                                                      batch_indices=batch_indices)

@@ -7,7 +7,7 @@ from fastops import _dispatch, _validate
 from fastops._typing import Array, FloatScalar
 
 
-@_dispatch.public
+@_dispatch.public(fast=("norm", "fast_instance_norm", ("x", "scale", "bias", "epsilon")))
 def instance_norm(x: Array, scale: Array, bias: Array, epsilon: FloatScalar = 1e-5) -> Array:
     """Normalize every (n, c) plane of ``x`` to zero mean and unit variance, then scale
     and shift it per channel::
@@ -50,9 +50,6 @@ def instance_norm(x: Array, scale: Array, bias: Array, epsilon: FloatScalar = 1e
                   never depends on the thread count
     ============  ============================================================
     """
-    done = _dispatch.fast_path("norm", "fast_instance_norm", x, scale, bias, epsilon)
-    if done is not None:
-        return done
     op = "instance_norm"
     be, (x, scale, bias) = _dispatch.prepare(op, x=x, scale=scale, bias=bias)
     _validate.dtype_in(op, "x", x, _validate.FLOATS)

@@ -36,7 +36,9 @@ def _native(dtype):
     return dtype if dtype.isnative else dtype.newbyteorder("=")
 
 
-@_dispatch.public
+@_dispatch.public(fast=("grid_sample", "fast_grid_sample",
+                        ("x", "grid", "mode", "padding_mode", "align_corners", _MODES,
+                         _PADDINGS)))
 def grid_sample(x: Array, grid: Array, mode: Union[str, int] = "bilinear",
                 padding_mode: Union[str, int] = "zeros",
                 align_corners: bool = False) -> Array:
@@ -147,10 +149,6 @@ thread count.  GPU: one thread per (output point, group
     contraction; compiled without flush-to-zero), so CPU and GPU agree bit for bit; no
     host synchronization.
     """
-    done = _dispatch.fast_path("grid_sample", "fast_grid_sample", x, grid, mode,
-                               padding_mode, align_corners, _MODES, _PADDINGS)
-    if done is not None:
-        return done
     op = "grid_sample"
     be, (x, grid) = _dispatch.prepare(op, x=x, grid=grid)
     _validate.dtype_in(op, "x", x, _X_DTYPES)

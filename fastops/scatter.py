@@ -296,7 +296,8 @@ scatter_elements.__doc__ = scatter_elements.__doc__ % _SEMANTICS
 
 
 # ----------------------------------------------------------------------- ScatterND
-@_dispatch.public
+@_dispatch.public(fast=("scatter", "fast_scatter_nd",
+                        ("data", "indices", "updates", "reduction", _REDUCTIONS)))
 def scatter_nd(data: Array, indices: Array, updates: Array,
                reduction: Reduction = "none") -> Array:
     """Copy of ``data`` with ``updates`` written at index tuples (ONNX ScatterND).
@@ -331,10 +332,6 @@ def scatter_nd(data: Array, indices: Array, updates: Array,
     of a tuple, which selects whole rows when ``k > 1`` (a reference bug); fastops
     follows the spec there.
     """
-    done = _dispatch.fast_path("scatter", "fast_scatter_nd", data, indices, updates,
-                               reduction, _REDUCTIONS)
-    if done is not None:
-        return done
     op = "scatter_nd"
     be, (data, indices, updates) = _dispatch.prepare(op, data=data, indices=indices,
                                                      updates=updates)
@@ -386,7 +383,7 @@ scatter_nd.__doc__ = scatter_nd.__doc__ % _SEMANTICS
 
 
 # ------------------------------------------------------------------ GatherElements
-@_dispatch.public
+@_dispatch.public(fast=("scatter", "fast_gather_elements", ("data", "indices", "axis")))
 def gather_elements(data: Array, indices: Array, axis: int = 0) -> Array:
     """Elements of ``data`` picked along ``axis`` by ``indices`` (ONNX GatherElements).
 
@@ -414,9 +411,6 @@ def gather_elements(data: Array, indices: Array, axis: int = 0) -> Array:
     requires the non-axis dimensions of ``indices`` to equal ``data``'s; smaller ones
     are allowed here, as in ONNX Runtime and ``torch.gather``.
     """
-    done = _dispatch.fast_path("scatter", "fast_gather_elements", data, indices, axis)
-    if done is not None:
-        return done
     op = "gather_elements"
     be, (data, indices) = _dispatch.prepare(op, data=data, indices=indices)
     xp = be.xp
@@ -454,7 +448,7 @@ def gather_elements(data: Array, indices: Array, axis: int = 0) -> Array:
 
 
 # ------------------------------------------------------------------------ GatherND
-@_dispatch.public
+@_dispatch.public(fast=("scatter", "fast_gather_nd", ("data", "indices", "batch_dims")))
 def gather_nd(data: Array, indices: Array, batch_dims: int = 0) -> Array:
     """Slices of ``data`` at index tuples (ONNX GatherND, opsets 11, 12, 13).
 
@@ -480,9 +474,6 @@ def gather_nd(data: Array, indices: Array, batch_dims: int = 0) -> Array:
     position in ``indices``; nothing is read out of bounds.  Same results as
     ``onnx.reference`` and NumPy fancy indexing ``data[tuple(indices.T)]`` (b = 0).
     """
-    done = _dispatch.fast_path("scatter", "fast_gather_nd", data, indices, batch_dims)
-    if done is not None:
-        return done
     op = "gather_nd"
     be, (data, indices) = _dispatch.prepare(op, data=data, indices=indices)
     xp = be.xp

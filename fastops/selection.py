@@ -28,7 +28,8 @@ def _compute_dtype(x, be):
     return x.astype(be.xp.float32) if x.dtype == np.float16 else x
 
 
-@_dispatch.public
+@_dispatch.public(fast=("selection", "fast_topk",
+                        ("x", "k", "axis", "largest", "sorted", ValuesIndices)))
 def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
          sorted: bool = True) -> ValuesIndices:
     """The ``k`` largest (or smallest) elements of ``x`` along ``axis``.
@@ -65,10 +66,6 @@ def topk(x: Array, k: IntScalar, axis: int = -1, largest: bool = True,
     and a sort of the k winners; rows run in parallel, and a single long row is split
     across threads.
     """
-    done = _dispatch.fast_path("selection", "fast_topk", x, k, axis, largest, sorted,
-                               ValuesIndices)
-    if done is not None:
-        return done
     op = "topk"
     be, (x,) = _dispatch.prepare(op, x=x)
     _validate.dtype_in(op, "x", x, _REAL)
@@ -120,7 +117,7 @@ def _cumulative(op, x, axis, is_max):
     return be.wrap(ValuesIndices(values, indices))
 
 
-@_dispatch.public
+@_dispatch.public(fast=("selection", "fast_cumext", ("x", "axis", True, ValuesIndices)))
 def cummax(x: Array, axis: int) -> ValuesIndices:
     """Running maximum of ``x`` along ``axis`` and the index where it was taken.
 
@@ -139,18 +136,16 @@ def cummax(x: Array, axis: int) -> ValuesIndices:
     ValuesIndices (``.values``, ``.indices``): values like ``x``; int64 indices of
     ``x.shape``
     """
-    done = _dispatch.fast_path("selection", "fast_cumext", x, axis, True, ValuesIndices)
-    return done if done is not None else _cumulative("cummax", x, axis, True)
+    return _cumulative("cummax", x, axis, True)
 
 
-@_dispatch.public
+@_dispatch.public(fast=("selection", "fast_cumext", ("x", "axis", False, ValuesIndices)))
 def cummin(x: Array, axis: int) -> ValuesIndices:
     """Running minimum of ``x`` along ``axis`` and its index; :func:`cummax` with ``<=``.
 
     Same values and indices as ``torch.cummin`` (ties → later index, NaN propagates).
     """
-    done = _dispatch.fast_path("selection", "fast_cumext", x, axis, False, ValuesIndices)
-    return done if done is not None else _cumulative("cummin", x, axis, False)
+    return _cumulative("cummin", x, axis, False)
 
 
 # nonzero reads every element as an unsigned word of the same width; for floats the
@@ -158,7 +153,7 @@ def cummin(x: Array, axis: int) -> ValuesIndices:
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-@_dispatch.public
+@_dispatch.public(fast=("selection", "fast_nonzero", ("x",)))
 def nonzero(x: Array) -> Array:
     """Indices of the nonzero elements, ONNX NonZero layout: int64 ``(x.ndim, nnz)``.
 
@@ -167,9 +162,6 @@ def nonzero(x: Array) -> Array:
     dtype: bool, integers, floats of any width (-0.0 is zero, NaN is nonzero), complex,
     in either byte order.  Other dtypes (strings, objects, datetimes) raise TypeError.
     """
-    done = _dispatch.fast_path("selection", "fast_nonzero", x)
-    if done is not None:
-        return done
     op = "nonzero"
     be, (x,) = _dispatch.prepare(op, x=x)
     xp = be.xp

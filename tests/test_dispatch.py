@@ -311,3 +311,28 @@ def test_arguments_on_two_gpus_are_refused():
                                         "but 'data' is on GPU 0"):
         fastops.gather_elements(OnGpu(0), OnGpu(1))
     assert _dispatch._gpu_id(np.zeros(2)) is None and _dispatch._gpu_id(3) is None
+
+
+def test_public_entry_offers_the_fast_path_first(monkeypatch):
+    """@public(fast=...): the entry offers the declared arguments (parameter names in the
+    call's values, defaults filled in, constants as given) to _dispatch.fast_path before
+    its type test; a declined call goes on to the op; a name that is no parameter is
+    refused when the op is defined."""
+    from fastops import _dispatch
+    seen = []
+
+    def spy(family, name, *args):
+        seen.append((family, name, args))
+        return "fast" if args[0] == "take" else None
+    monkeypatch.setattr(_dispatch, "fast_path", spy)
+    marker = object()
+
+    @_dispatch.public(fast=("fam", "fast_op", ("a", "c", marker)))
+    def op(a, b=2, *, c=3):
+        return ("general", a, b, c)
+    assert op("take") == "fast"
+    assert op("other", 5, c=7) == ("general", "other", 5, 7)
+    assert seen == [("fam", "fast_op", ("take", 3, marker)),
+                    ("fam", "fast_op", ("other", 7, marker))]
+    with pytest.raises(TypeError, match="names no parameter 'z'"):
+        _dispatch.public(fast=("fam", "fast_op", ("z",)))(lambda a: a)

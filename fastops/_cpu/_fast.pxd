@@ -1,7 +1,7 @@
 # The compiled fast paths of the public calls (issue 14: a tiny call's fixed cost).
 #
-# A public op first offers its arguments to the fast_<op> function of its family's
-# module (fastops._dispatch.fast_path).  That function takes only the common call whose
+# A public op's entry first offers its arguments to the fast_<op> function of its
+# family's module (@_dispatch.public(fast=...), through fastops._dispatch.fast_path).  That function takes only the common call whose
 # validation cannot fail: exact NumPy arrays, C-contiguous, aligned, native byte order,
 # a dtype the kernel computes as is, plain Python ints in range, at most kParallelGrain
 # elements per array (the kernels run those on one thread anyway).  It allocates the outputs and

@@ -31,3 +31,17 @@ cdef extern from *:
 def has_x86_64_v3():
     """Whether this CPU (and OS) runs x86-64-v3 code: AVX2, FMA, BMI1/2, F16C, ..."""
     return bool(fastops_has_x86_64_v3())
+
+
+def plain_args(tuple args, frozenset types):
+    """Whether every argument's type is in ``types``, or it is a tuple of such values: the
+    test of fastops._dispatch's public entries (no GPU array can hide in such arguments).
+    In Python the test cost 0.3 us of a tiny call's ~1.8 (cv.resize 8x8, issue 14)."""
+    for a in args:
+        if type(a) is tuple:
+            for v in <tuple>a:
+                if type(v) not in types:
+                    return False
+        elif type(a) not in types:
+            return False
+    return True

@@ -293,8 +293,25 @@ struct FixedTables {
   // lie there (gok), else int32 gather indices (o32; empty for rows of 2^31 bytes or more)
   std::vector<int32_t> w1a, w1b, o32;
   std::vector<uint8_t> sh01, sh23, gok;
+  std::vector<char> ok;  // pack_pairs' scratch
   int64_t simd_lo = 0, simd_hi = 0;  // pixels [simd_lo, simd_hi) take the vector loop
 };
+
+// The calling thread's FixedTables, reused call after call: every table is rebuilt with
+// assign() (the capacity stays), so a loop of small resizes allocates nothing; tiny
+// cv.resize 8x8x3 -> 5x4 (fastops/_bench/tiny.py) spent ~0.3 of its 1.2 us kernel in ten
+// mallocs and frees.  Tables of outputs over kKeepTables rows + columns are let go after
+// the call (release_tables).
+constexpr int64_t kKeepTables = 4096;
+
+inline FixedTables& thread_tables() {
+  static thread_local FixedTables t;
+  return t;
+}
+
+inline void release_tables(FixedTables& t, int64_t dw, int64_t dh) {
+  if (dw + dh > kKeepTables) t = FixedTables();
+}
 
 inline int32_t pack_pair(int16_t a, int16_t b) {
   return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(a)) |
@@ -313,7 +330,8 @@ inline void pack_pairs(FixedTables& t, int64_t C, int64_t Lin, int64_t dw) {
   // (cubic C = 3, 4: the AVX2 pass loads 16 bytes per pixel; C = 1: 4-byte gathers)
   const int64_t reach = K == 2 ? (C == 1 ? 4 : 8)
                                : (C == 1 ? 4 : (C == 2 ? 12 : std::max<int64_t>(2 * C + 8, 16)));
-  std::vector<char> ok(static_cast<size_t>(dw), 0);
+  std::vector<char>& ok = t.ok;
+  ok.assign(static_cast<size_t>(dw), 0);
   const bool shuf = K == 4 && C >= 2 && C <= 4;
   t.ws1.assign(static_cast<size_t>(shuf ? 4 * dw : 0), 0);
   t.ws2.assign(static_cast<size_t>(shuf ? 4 * dw : 0), 0);
@@ -907,7 +925,7 @@ inline void cv_resize_fixed(const uint8_t* x, int64_t h, int64_t w, int64_t C, i
                             double scale_x, double inv_x, double scale_y, double inv_y,
                             int interp, uint8_t* out, int64_t dh, int64_t dw, int nthreads) {
   using namespace cvr;
-  FixedTables t;
+  FixedTables& t = thread_tables();
   fixed_tables(t, w, h, C, dw, dh, scale_x, inv_x, scale_y, inv_y, interp);
   const Img<uint8_t> img{x, h, w, C, rs};
   const int64_t Lout = dw * C;
@@ -925,6 +943,7 @@ inline void cv_resize_fixed(const uint8_t* x, int64_t h, int64_t w, int64_t C, i
     };
     ring_apply<uint8_t, int32_t>(img, dh, Lout, 4, t.yr.data(), hrow, vrow, out, nthreads);
   }
+  release_tables(t, dw, dh);
 }
 
 // ------------------------------------------------------------------ float arithmetic
@@ -1621,7 +1640,7 @@ __attribute__((target("avx2"))) inline int64_t exact_v_avx2(const int32_t* S0,
 inline void exact_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int64_t rs,
                      double scale_x, double scale_y, uint8_t* out, int64_t dh, int64_t dw,
                      int nthreads) {
-  FixedTables t;
+  FixedTables& t = thread_tables();
   t.K = 2;
   t.xo.assign(static_cast<size_t>(2 * dw), 0);
   t.xa.assign(static_cast<size_t>(2 * dw), 0);
@@ -1660,6 +1679,7 @@ inline void exact_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int64_t 
       d[j] = saturate_int<uint8_t>((b0 * rows[0][j] + b1 * rows[1][j] + (1 << 15)) >> 16);
   };
   ring_apply<uint8_t, int32_t>(img, dh, Lout, 2, t.yr.data(), hrow, vrow, out, nthreads);
+  release_tables(t, dw, dh);
 }
 
 }  // namespace cvr
