@@ -532,3 +532,33 @@ def test_public_and_typed():
     for name in ("INTER_NEAREST", "INTER_LINEAR", "INTER_CUBIC", "INTER_AREA",
                  "INTER_LINEAR_EXACT", "INTER_NEAREST_EXACT"):
         assert getattr(fcv, name) == getattr(cv2, name)
+
+
+def test_kept_tables_and_rings_do_not_leak_between_calls():
+    """uint8 tables and one-thread rings are the calling thread's, reused call after call
+    (cv_resize.hpp thread_tables, ring_apply): any order of calls, on any thread, gives
+    each call's own result; wide outputs (tables let go) in between too."""
+    import threading
+    rng = np.random.default_rng(17)
+    imgs = [rng.integers(0, 256, s, dtype=np.uint8) for s in
+            [(9, 7), (8, 8, 3), (12, 5, 4), (6, 30, 2), (3, 3000)]]
+    calls = [(0, (5, 4), fcv.INTER_CUBIC), (1, (5, 4), fcv.INTER_LINEAR),
+             (1, (13, 11), fcv.INTER_CUBIC), (2, (3, 7), fcv.INTER_LINEAR_EXACT),
+             (3, (17, 3), fcv.INTER_AREA), (4, (4500, 2), fcv.INTER_LINEAR),
+             (0, (2, 2), fcv.INTER_LINEAR), (2, (6, 6), fcv.INTER_CUBIC)]
+    expect = [cv_resize_ref(imgs[i], size, interpolation=interp) for i, size, interp in calls]
+    order = [c for r in range(3) for c in rng.permutation(len(calls))]
+    got = {}
+
+    def run(tag):
+        got[tag] = [(c, fcv.resize(imgs[calls[c][0]], calls[c][1], interpolation=calls[c][2]))
+                    for c in order]
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(3)]
+    for t in threads:
+        t.start()
+    run("main")
+    for t in threads:
+        t.join()
+    for results in got.values():
+        for c, out in results:
+            np.testing.assert_array_equal(out, expect[c], err_msg=str(calls[c]))

@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 #include "parallel.hpp"
@@ -270,6 +271,7 @@ inline int64_t stripe_rows(int64_t rows, int nt) {
 }
 
 constexpr int64_t kSlack = 16;  // values a SIMD store may write past a ring row
+constexpr size_t kSoloRingBytes = 256 << 10;  // ring_apply keeps one-thread rings this small
 
 // ------------------------------------------------------------------ fixed-point uint8
 // Tables of the uint8 separable passes (cv_resize_fixed, and cv_resize_exact on uint8):
@@ -891,11 +893,22 @@ void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t*
   const int64_t stripes = (dh + stripe - 1) / stripe;
   const size_t row_len = static_cast<size_t>(Lout + kSlack);
   const size_t per = row_len * static_cast<size_t>(K);
-  ThreadScratch<HT> scratch(static_cast<int64_t>(per), nt);
-  ThreadScratch<int64_t> tags(K, nt);
+  // One thread and a small ring: the calling thread's, kept across calls, so that a loop
+  // of small resizes allocates nothing (tiny cv.resize, fastops/_bench/tiny.py: the two
+  // aligned scratch allocations were ~5% of an 8x8 call).
+  static thread_local std::vector<HT> solo_ring;
+  static thread_local int64_t solo_tag[8];
+  const bool solo = nt == 1 && per * sizeof(HT) <= kSoloRingBytes;
+  if (solo && solo_ring.size() < per) solo_ring.resize(per);
+  std::optional<ThreadScratch<HT>> scratch;
+  std::optional<ThreadScratch<int64_t>> tags;
+  if (!solo) {
+    scratch.emplace(static_cast<int64_t>(per), nt);
+    tags.emplace(K, nt);
+  }
   parallel_for(stripes, 1, nt, [&](int64_t s_lo, int64_t s_hi, int tid) {
-    HT* ring = scratch(tid);
-    int64_t* tag = tags(tid);
+    HT* ring = solo ? solo_ring.data() : (*scratch)(tid);
+    int64_t* tag = solo ? solo_tag : (*tags)(tid);
     const HT* rp[8];
     for (int64_t s = s_lo; s < s_hi; ++s) {
       for (int k = 0; k < K; ++k) tag[k] = -1;
