@@ -1,12 +1,13 @@
 # The compiled fast paths of the public calls (issue 14: a tiny call's fixed cost).
 #
 # A public op's entry first offers its arguments to the fast_<op> function of its
-# family's module (@_dispatch.public(fast=...), through fastops._dispatch.fast_path).  That function takes only the common call whose
-# validation cannot fail: exact NumPy arrays, C-contiguous, aligned, native byte order,
-# a dtype the kernel computes as is, plain Python ints in range, at most kParallelGrain
-# elements per array (the kernels run those on one thread anyway).  It allocates the outputs and
-# runs the same kernel as the general path, holding the GIL (no other thread can change
-# a tiny input mid-call, and releasing it costs more than the kernel).  For anything
+# family's module (@_dispatch.public(fast=...), through fastops._dispatch.fast_path).
+# That function takes only the common call whose validation cannot fail: exact NumPy
+# arrays, C-contiguous, aligned, native byte order, a dtype the kernel computes as is,
+# plain Python ints in range, at most kParallelGrain elements per array (the kernels run
+# those on one thread anyway).  It allocates the outputs and runs the same kernel as the
+# general path, holding the GIL (no other thread can change a tiny input mid-call, and
+# releasing it costs more than the kernel).  For anything
 # else it returns None and the public function goes on with its general path, whose
 # validation owns every error message; so a fast path never raises for bad input.
 # One exception to the size bound: cv_resize.fast_resize takes images of any size (the

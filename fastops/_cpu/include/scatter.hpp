@@ -275,9 +275,10 @@ inline int64_t gather_span(const T* base, const I* ir, T* orow, int64_t i0, int6
   };
   int64_t first_bad = kNoBad;
   for (int64_t i = i0; i < i1; ++i) {
-    if (i + kGatherAhead < i1)   // a bad index prefetches row 0 (a prefetch never faults)
-      __builtin_prefetch(base + at(i + kGatherAhead,
-                                   std::max<int64_t>(norm_index(ir[i + kGatherAhead], n_axis), 0)));
+    if (i + kGatherAhead < i1) {  // a bad index prefetches row 0 (a prefetch never faults)
+      const int64_t ahead = i + kGatherAhead;
+      __builtin_prefetch(base + at(ahead, std::max<int64_t>(norm_index(ir[ahead], n_axis), 0)));
+    }
     const int64_t v = norm_index(ir[i], n_axis);
     if (v >= 0) {
       orow[i] = base[at(i, v)];

@@ -368,7 +368,8 @@ constexpr bool kShortRows =
 
 typedef int32_t KeyVec __attribute__((vector_size(16)));  // SSE2
 
-// rank_key_i32 of p[0:4], lane by lane.
+// rank_key_i32 of p[0:4], lane by lane: rank_key32 spelled in vector operations (a
+// change to one is a change to both; test_topk_short_rows_lane_minima compares them).
 template <typename T, bool Largest>
 inline KeyVec keys4(const T* p) {
   KeyVec b;
@@ -406,12 +407,12 @@ inline bool select_short(const T* p, int64_t m, int64_t k, bool sorted, Entry<T>
       0x302, 0x30200, 0x30201, 0x3020100};
   constexpr uint64_t kCount = 0x4332322132212110ull;  // nibble b: popcount(b)
   const int nfull = static_cast<int>(m / 4), tail = static_cast<int>(m % 4);
-  const int nblk = nfull + (tail > 0);
+  const int nblk = nfull + (tail > 0), tail0 = static_cast<int>(m) - 4;
   KeyVec key[kShortMax / 4];
   for (int v = 0; v < nfull; ++v) key[v] = keys4<T, Largest>(p + 4 * v);
   const KeyVec lane = KeyVec{0, 1, 2, 3};
   const KeyVec repeated = lane < 4 - tail;  // the last block's lanes already seen
-  if (tail) key[nfull] = repeated ? KeyVec{} + INT32_MAX : keys4<T, Largest>(p + m - 4);
+  if (tail) key[nfull] = repeated ? KeyVec{} + INT32_MAX : keys4<T, Largest>(p + tail0);
   // lane minima of 2 (k <= 8) or 4 interleaved vectors
   const int nacc = k <= 8 ? 2 : 4;
   KeyVec acc[4];
@@ -437,15 +438,16 @@ inline bool select_short(const T* p, int64_t m, int64_t k, bool sorted, Entry<T>
   const KeyVec tv = KeyVec{} + t;
   for (int v = 0; v < nblk; ++v) {
     unsigned bits = ~lane_bits(key[v] > tv) & 0xfu;
-    const int base = v < nfull ? 4 * v : static_cast<int>(m) - 4;
+    const int base = v < nfull ? 4 * v : tail0;
     if (v == nfull) bits &= ~lane_bits(repeated);  // (a key of INT32_MAX ties the masks)
     const uint32_t w = kLanes[bits] + 0x01010101u * static_cast<uint32_t>(base);
     std::memcpy(pos + c, &w, sizeof w);
     c += static_cast<int>((kCount >> (4 * bits)) & 0xf);
   }
   if (c > kRankMax) return false;
+  // the key of position q: block q / 4, or lane q - (m - 4) of the overlapping last block
   const int32_t* kf = reinterpret_cast<const int32_t*>(key);
-  auto key_at = [&](int q) { return q < 4 * nfull ? kf[q] : kf[q - (static_cast<int>(m) - 4) + 4 * nfull]; };
+  auto key_at = [&](int q) { return q < 4 * nfull ? kf[q] : kf[4 * nfull + q - tail0]; };
   alignas(16) int32_t ck[kRankMax], rank[kRankMax];
   for (int j = 0; j < kRankMax; ++j) ck[j] = j < c ? key_at(pos[j]) : INT32_MAX;
   ranks_of_keys(ck, c, rank);
