@@ -389,18 +389,19 @@ def test_nonzero_noncontiguous_large_and_threads(threads):
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int16", "float32", "float64"])
-@pytest.mark.parametrize("density", [0.02, 0.5, 0.98])
+@pytest.mark.parametrize("density", [0.02, 0.1, 0.5, 0.98])
 def test_nonzero_wide_rows(threads, dtype, density):
-    """Rows of 64+ elements take the fill's in-row block path (no per-nonzero checks);
-    blocks that straddle rows, chunk ends and the tail take emit.  2-D and 3-D, rows not
-    a multiple of 64, both thread counts, against np.nonzero."""
+    """Rows of 64+ elements take the fill's in-row block path (groups of 8 set bits
+    written without a test per bit, junk past the word's last bit overwritten by the
+    next word); blocks that straddle rows, chunk ends and the tail take emit.  2-D and
+    3-D, rows not a multiple of 64, 1-3 threads, against np.nonzero."""
     rng = np.random.default_rng(int(density * 100))
     for shape in ((37, 1000), (3, 5, 333), (2, 64), (1, 70001)):
         x = (rng.random(shape) < density).astype(dtype)
         if dtype.startswith("float"):
             x *= rng.standard_normal(shape).astype(dtype)
         want = np.array(np.nonzero(x))
-        for n in (1, 2):
+        for n in (1, 2, 3):   # 4, 8 and 12 chunks: ends fall in different words
             with threads(n):
                 np.testing.assert_array_equal(fastops.nonzero(x), want)
 
