@@ -189,6 +189,30 @@ def test_gather_elements_names_the_first_bad_index_whatever_the_threads():
             fastops.gather_elements(data, idx, 0)
 
 
+@pytest.mark.parametrize("reduction", ["none", "add"])
+def test_scatter_elements_names_the_first_bad_index_whatever_the_threads(threads, reduction):
+    """A new output is checked while the updates are applied, in column blocks on the
+    pool's threads: the error still names the lowest position (row-major), the inputs
+    are untouched, and the in-place path (fastops.onnx.Session) writes nothing."""
+    from fastops.scatter import _scatter_elements
+    data = np.arange(5 * 9000, dtype=np.float32).reshape(5, 9000)
+    idx = np.zeros((64, 9000), np.int64)
+    upd = np.ones((64, 9000), np.float32)
+    idx[63, 0] = 5
+    idx[40, 8999] = -6
+    idx[7, 5000] = 99          # a later column block than row 40's: the lowest position
+    before = data.copy(), idx.copy(), upd.copy()
+    for n in (1, 2, 3):
+        with threads(n):
+            with pytest.raises(IndexError, match=r"indices\[7, 5000\] = 99"):
+                fastops.scatter_elements(data, idx, upd, 0, reduction)
+            with pytest.raises(IndexError, match=r"indices\[7, 5000\] = 99"):
+                _scatter_elements("scatter_elements", data, idx, upd, 0, reduction,
+                                  in_place=True)
+    for a, b in zip((data, idx, upd), before):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("batch_dims,k", [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (2, 1)])
 def test_gather_nd_vs_onnx_reference(batch_dims, k, xp):
     rng = np.random.default_rng(4)

@@ -96,18 +96,28 @@ inline int64_t norm_index(I raw, int64_t n) {
   return static_cast<uint64_t>(v) < static_cast<uint64_t>(n) ? v : -1;
 }
 
-// Columns per task in scatter_elements (tasks are (o, column block), j inside, so a
-// task's random rows stay within one column stripe of data/out; gather_elements
-// prefetches instead, see kGatherAhead).  Measured with the
-// 2000x2000 float32 / 500x2000 axis-0 workloads, 1 thread, blocks 64/128/256/2048
-// (2048 = whole rows): 256 was best, scatter "none" 8.3-8.8 ms vs 9.2-9.4 ms for whole
-// rows, gather 9.5-9.9 ms vs 10.7-10.9 ms (busy shared machine, two sweeps).  Again
-// on a 1 MiB-L2 / 32 MiB-L3 EPYC with AVX2 (2026-12-01, 2 threads, hot, ms, gather /
-// scatter none / scatter add): 64: 4.0-4.3 / 4.4 / 7.0-7.2; 128: 3.5-4.2 / 4.2 / 6.9-7.3;
-// 256: 2.9-3.1 / 3.9-4.1 / 6.8-7.0; 512: 3.8 / 4.0 / 7.1; 2048: 9.0 / 7.2 / 17.7.
-inline int64_t col_block() { return 256; }
+// Columns per task in scatter_elements: tasks are (o, column block), each walking all m
+// rows of indices over its block, so duplicates stay in one task and in order.  Each
+// target is prefetched kGatherAhead elements early (the updates are read-modify-writes
+// of random rows).  Blocks of about kScatterBlock columns, narrower where the thread
+// count needs more tasks (O = 1, 2 threads: two blocks).  Measured with the 2000x2000
+// float32 / 500x2000 axis-0 workloads (fastops/_bench/scatter.py), 2 threads, after a
+// pause, ms, "none" / "add", 2026-12-02: blocks of 256 without the prefetch 3.8 / 5.5;
+// with it 3.7 / 4.3; blocks of 512 3.3-3.5 / 3.4-3.8; of 1000 (two tasks) 3.1 /
+// 3.4-3.8.  (Earlier, without the prefetch, on one thread: 256 beat 64, 128, 512 and
+// whole rows.)
+constexpr int64_t kScatterBlock = 1024;
+
+inline int64_t col_block(int64_t In, int64_t O, int nt) {
+  const int64_t nblk = std::max<int64_t>({(In + kScatterBlock - 1) / kScatterBlock,
+                                          (nt + O - 1) / O, 1});
+  return std::max<int64_t>((In + nblk - 1) / nblk, 1);
+}
 
 constexpr int64_t kNoBad = std::numeric_limits<int64_t>::max();
+// Elements between a random target's prefetch and its use (scatter_elements,
+// gather_elements; measured there).
+constexpr int64_t kGatherAhead = 32;
 
 
 // First position of idx[b:e] out of [-n, n), else kNoBad.  A branch-free OR over a block
@@ -170,15 +180,19 @@ inline bool uniform_run(const I* idx, int64_t len) {
 // and i), so columns are split among threads and each walks j in order: deterministic,
 // row-major "last wins", with no duplicate detection.  Tasks are (o, block of i): a
 // block of 256 columns keeps the reads of idx/upd rows contiguous.
+// Returns the first bad position (row-major in idx) that it skipped, else kNoBad.
 template <typename T, typename I, int Red>
-void scatter_elements_apply(T* out, const I* idx, const T* upd, int64_t O, int64_t m,
-                            int64_t In, const int64_t* outer_off, const int64_t* inner_off,
-                            int64_t s_outer, int64_t s_inner, int64_t s_axis,
-                            int64_t n_axis, int nt) {
-  const int64_t bi = col_block();
+int64_t scatter_elements_apply(T* out, const I* idx, const T* upd, int64_t O, int64_t m,
+                               int64_t In, const int64_t* outer_off, const int64_t* inner_off,
+                               int64_t s_outer, int64_t s_inner, int64_t s_axis,
+                               int64_t n_axis, int nt) {
+  const int64_t bi = col_block(In, O, nt);
   const int64_t nblk = (In + bi - 1) / bi;
   const int64_t tasks = O * nblk;
-  parallel_for(tasks, chunk_for(tasks, nt), nt, [&](int64_t t0, int64_t t1, int) {
+  const int64_t grain = chunk_for(tasks, nt);
+  FirstBad bad(std::max<int64_t>((tasks + grain - 1) / grain, 1));   // per chunk of tasks
+  parallel_for(tasks, grain, nt, [&](int64_t t0, int64_t t1, int) {
+    int64_t first_bad = kNoBad;
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
       T* base = out + (outer_off ? outer_off[o] : o * s_outer);
@@ -187,10 +201,14 @@ void scatter_elements_apply(T* out, const I* idx, const T* upd, int64_t O, int64
       for (int64_t j = 0; j < m; ++j) {
         const I* ij = ir + j * In;
         const T* uj = ur + j * In;
+        const int64_t row = (o * m + j) * In;   // idx position of (o, j, 0)
         if (inner_off) {
           for (int64_t i = i0; i < i1; ++i) {
             const int64_t v = norm_index(ij[i], n_axis);
-            if (v < 0) continue;  // changed since the check (a race): never write outside
+            if (v < 0) {  // never write outside; the caller raises
+              first_bad = std::min(first_bad, row + i);
+              continue;
+            }
             T* p = base + v * s_axis + inner_off[i];
             *p = reduce_op<T, Red>(*p, uj[i]);
           }
@@ -200,20 +218,32 @@ void scatter_elements_apply(T* out, const I* idx, const T* upd, int64_t O, int64
           // vector loop, the same operation per element.  frcnn's ScatterElements
           // (150x256x7x7, axis 0), 2 threads, hot: 4.4 -> 2.9 ms (onnxruntime 7.4-8.9).
           const int64_t v = norm_index(ij[i0], n_axis);
-          if (v < 0) continue;
+          if (v < 0) {
+            first_bad = std::min(first_bad, row + i0);
+            continue;
+          }
           T* p = base + v * s_axis;
           for (int64_t i = i0; i < i1; ++i) p[i] = reduce_op<T, Red>(p[i], uj[i]);
         } else {
           for (int64_t i = i0; i < i1; ++i) {
+            if (i + kGatherAhead < i1) {
+              const int64_t a = i + kGatherAhead;
+              __builtin_prefetch(base + std::max<int64_t>(norm_index(ij[a], n_axis), 0) * s_axis + a * s_inner, 1);
+            }
             const int64_t v = norm_index(ij[i], n_axis);
-            if (v < 0) continue;
+            if (v < 0) {
+              first_bad = std::min(first_bad, row + i);
+              continue;
+            }
             T* p = base + v * s_axis + i * s_inner;
             *p = reduce_op<T, Red>(*p, uj[i]);
           }
         }
       }
     }
+    bad.note(t0 / grain, first_bad);
   });
+  return bad.first();
 }
 
 template <typename T, typename I>
@@ -223,24 +253,30 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
                          int64_t s_axis, int64_t n_axis, int reduction, int nthreads) {
   const int64_t count = O * m * In;
   const int nt = threads_for(count + out_size, nthreads);
-  const int64_t chunk = 1 << 14;
-  const int64_t nchunks = (count + chunk - 1) / chunk;
-  // part t checks its range of chunks and copies its range of the new output (one join
-  // less than two loops); no update is applied unless every index is good
-  FirstBad bad(nt);
-  const int64_t per = (nchunks + nt - 1) / nt;
-  parallel_parts(nt, [&](int64_t t) {
-    for (int64_t c = t * per; c < std::min(nchunks, (t + 1) * per) && !bad.seen(t); ++c)
-      bad.note(t, first_bad_in(idx, c * chunk, std::min(count, (c + 1) * chunk), n_axis));
-    if (data) copy_part(data, out, out_size, t, nt);
-  });
-  if (bad.first() != kNoBad) return bad.first();
+  if (data) {
+    // A new output (the caller drops it when an index is bad): copy, then apply, which
+    // checks each index where it reads it, so idx is read once.  A separate check pass
+    // read its 8 MB again: scatter_elements 2000x2000 float32 idx 500x2000 (int64),
+    // 2 threads, after a pause, "none" / "add" 4.3 / 5.7-6.2 -> 3.75 / 5.45 ms.
+    parallel_parts(nt, [&](int64_t t) { copy_part(data, out, out_size, t, nt); });
+  } else {
+    // In place (out is the caller's data): nothing is written unless every index is good.
+    const int64_t chunk = 1 << 14;
+    const int64_t nchunks = (count + chunk - 1) / chunk;
+    FirstBad bad(nt);
+    const int64_t per = (nchunks + nt - 1) / nt;
+    parallel_parts(nt, [&](int64_t t) {
+      for (int64_t c = t * per; c < std::min(nchunks, (t + 1) * per) && !bad.seen(t); ++c)
+        bad.note(t, first_bad_in(idx, c * chunk, std::min(count, (c + 1) * chunk), n_axis));
+    });
+    if (bad.first() != kNoBad) return bad.first();
+  }
+  int64_t first_bad = kNoBad;
   with_reduction(reduction, [&](auto red) {
-    scatter_elements_apply<T, I, decltype(red)::value>(out, idx, upd, O, m, In, outer_off,
-                                                       inner_off, s_outer, s_inner, s_axis,
-                                                       n_axis, nt);
+    first_bad = scatter_elements_apply<T, I, decltype(red)::value>(
+        out, idx, upd, O, m, In, outer_off, inner_off, s_outer, s_inner, s_axis, n_axis, nt);
   });
-  return -1;
+  return first_bad == kNoBad ? -1 : first_bad;
 }
 
 // ------------------------------------------------------------------- GatherElements
@@ -259,7 +295,6 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
 // 2.1-2.4); the column stripes of col_block() that the kernel walked before (for L2
 // reuse) gained nothing once the reads were prefetched (256 columns 2.2-2.7 ms on two
 // threads, whole rows 2.0-2.2), so tasks are now spans of whole rows.
-constexpr int64_t kGatherAhead = 32;
 constexpr int64_t kGatherSpan = 4096;    // columns per task: long rows still split
 
 // out[i] = base[idx[i] * s_axis + inner(i)] for i in [i0, i1), inner(i) = inner_i[i] or
