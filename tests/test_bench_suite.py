@@ -76,3 +76,17 @@ def test_thread_scaling_classes_are_well_formed():
             bench.setup(c.params[0][0], 1)
             bench.teardown(c.params[0][0], 1)
             assert fastops.get_num_threads() == before
+
+
+def test_line_bytes_counts_the_distinct_cache_lines():
+    """The gathers' memory floor counts the 64-byte lines their random reads touch;
+    against a brute-force set of every byte's line, reads straddling lines included."""
+    import numpy as np
+    from fastops._bench.scatter import _line_bytes
+    rng = np.random.default_rng(5)
+    a = np.zeros(5000, np.float32)
+    base = a.__array_interface__["data"][0]
+    for nbytes in (1, 4, 60, 64, 65, 200):
+        starts = rng.integers(0, a.nbytes - nbytes, 300)
+        want = {(base + s + b) // 64 for s in starts.tolist() for b in range(nbytes)}
+        assert _line_bytes(a, starts, nbytes) == 64 * len(want)
