@@ -213,6 +213,28 @@ def test_scatter_elements_names_the_first_bad_index_whatever_the_threads(threads
         np.testing.assert_array_equal(a, b)
 
 
+def test_gather_nd_rows_ahead_on_threads(threads):
+    """Rows are resolved and prefetched 32 ahead of their copy (a ring): chunks of every
+    length around the ring's, rows of 1-40 elements, 1-3 threads, against NumPy; a bad
+    tuple far into a later chunk and one at a ring boundary: the lowest is named."""
+    rng = np.random.default_rng(21)
+    for S in (1, 3, 16, 40):
+        data = rng.standard_normal((997, S)).astype(np.float32)
+        for N in (1, 31, 32, 33, 65, 20_000):
+            idx = rng.integers(-997, 997, (N, 1))
+            want = data[idx[:, 0]]
+            for n in (1, 2, 3):
+                with threads(n):
+                    np.testing.assert_array_equal(fastops.gather_nd(data, idx), want)
+    idx = rng.integers(0, 997, (20_000, 2)) % [997, 3]
+    idx[15_000, 1] = 3
+    idx[64, 0] = -998
+    for n in (1, 2, 3):
+        with threads(n):
+            with pytest.raises(IndexError, match=r"indices\[64, 0\] = -998"):
+                fastops.gather_nd(data.reshape(997, 40)[:, :3].copy(), idx)
+
+
 @pytest.mark.parametrize("batch_dims,k", [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (2, 1)])
 def test_gather_nd_vs_onnx_reference(batch_dims, k, xp):
     rng = np.random.default_rng(4)

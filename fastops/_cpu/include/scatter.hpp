@@ -447,34 +447,38 @@ int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* 
   const int nt = threads_for(N * (S + k), nthreads);
   const int64_t grain = chunk_for(N, nt), parts = (N + grain - 1) / grain;
   FirstBad bad(std::max<int64_t>(parts, 1));
-  // Rows are gathered in blocks of kGatherBlock: first every row of the block is
-  // resolved and its source prefetched, then copied, so that the block's random reads
-  // are in flight together instead of one cache miss at a time (gather_nd 1Mx16 float32
-  // 200k rows, fastops/_bench/scatter.py).  Block sweep on the 2-core VM (C++ harness
-  // around this function, best of 21): 2 threads 4/8/16/32/64/128 rows -> 3.7/2.9/2.2/
-  // 1.8/2.3/2.8 ms, one thread 7.3/6.1/4.6/4.0/5.1/6.1 ms: 32 rows (2 KiB of float32
-  // sources) keeps the most misses in flight before the prefetches evict each other.
-  constexpr int64_t kGatherBlock = 32;
+  // Each row is resolved and its first and last lines prefetched kRowsAhead rows before
+  // it is copied (a ring of resolved rows), so that many random reads stay in flight
+  // (gather_nd 1Mx16 float32 200k rows, fastops/_bench/scatter.py: 64-byte rows 16
+  // bytes off a line, two lines each).  Before, rows went in blocks of 32, all
+  // prefetched, then all copied (best of a 4-128 sweep, 2 threads 1.8 ms); the ring
+  // keeps the misses in flight across the copies: 2 threads, after a pause / hot,
+  // 2.2-2.3 / 1.7 ms -> 1.7 / 1.3 (16 rows ahead 1.85 / 1.45, 64 2.1 / 1.45).
+  constexpr int64_t kRowsAhead = 32;
   parallel_for(N, grain, nt, [&](int64_t n0, int64_t n1, int) {
-    int64_t src_row[kGatherBlock];
-    for (int64_t b0 = n0; b0 < n1; b0 += kGatherBlock) {
-      const int64_t b1 = std::min(n1, b0 + kGatherBlock);
-      for (int64_t n = b0; n < b1; ++n) {
-        int64_t d = 0;
-        const int64_t r = nd_row(idx + n * k, k, dims, &d);
-        if (r < 0) bad.note(n0 / grain, n * k + d);
-        src_row[n - b0] = r < 0 ? -1 : (n / per_batch) * batch_rows + r;
-        if (r >= 0 && S > 0) __builtin_prefetch(data + src_row[n - b0] * S);
+    int64_t src_row[kRowsAhead];   // ring: row of n at n % kRowsAhead
+    auto resolve = [&](int64_t n) {
+      int64_t d = 0;
+      const int64_t r = nd_row(idx + n * k, k, dims, &d);
+      if (r < 0) bad.note(n0 / grain, n * k + d);
+      const int64_t row = r < 0 ? -1 : (n / per_batch) * batch_rows + r;
+      src_row[n % kRowsAhead] = row;
+      if (row >= 0 && S > 0) {
+        const char* p = reinterpret_cast<const char*>(data + row * S);
+        __builtin_prefetch(p);
+        __builtin_prefetch(p + sizeof(T) * S - 1);
       }
-      if (S == 0) continue;  // empty rows: data may be NULL (memcpy needs a pointer)
-      for (int64_t n = b0; n < b1; ++n) {
-        if (src_row[n - b0] < 0) continue;
-        const T* src = data + src_row[n - b0] * S;
-        if (S == 1)
-          out[n] = *src;
-        else
-          std::memcpy(out + n * S, src, sizeof(T) * S);
-      }
+    };
+    for (int64_t n = n0; n < std::min(n1, n0 + kRowsAhead); ++n) resolve(n);
+    for (int64_t n = n0; n < n1; ++n) {
+      const int64_t row = src_row[n % kRowsAhead];
+      if (n + kRowsAhead < n1) resolve(n + kRowsAhead);
+      if (row < 0 || S == 0) continue;   // empty rows: data may be NULL
+      const T* src = data + row * S;
+      if (S == 1)
+        out[n] = *src;
+      else
+        std::memcpy(out + n * S, src, sizeof(T) * S);
     }
   });
   return bad.first() == kNoBad ? -1 : bad.first();
