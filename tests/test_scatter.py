@@ -213,6 +213,30 @@ def test_scatter_elements_names_the_first_bad_index_whatever_the_threads(threads
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16"])
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_gather_elements_vector_steps(dtype, index_dtype, threads):
+    """Unit-stride rows take 8 indices per step on the x86-64-v3 build (AVX2 gathers of
+    4- and 8-byte elements, prefetching 32 ahead) and the scalar span elsewhere: rows of
+    1-41 and 4100 elements, negative indices, 1-2 threads, against NumPy; a bad index in
+    any lane of a step is the one named, and the rest of the row is still checked."""
+    rng = np.random.default_rng(9)
+    for width in (1, 7, 8, 9, 33, 41, 4100):
+        data = rng.integers(-100, 100, (61, width)).astype(dtype)
+        idx = rng.integers(-61, 61, (37, width)).astype(index_dtype)
+        want = np.take_along_axis(data, idx.astype(np.int64) % 61, 0)
+        for n in (1, 2):
+            with threads(n):
+                np.testing.assert_array_equal(fastops.gather_elements(data, idx, 0), want)
+    data = np.zeros((61, 48), dtype)
+    for lane in range(8):
+        idx = np.zeros((3, 48), index_dtype)
+        idx[1, 16 + lane] = 61 if lane % 2 else -62
+        idx[2, 0] = 99
+        with pytest.raises(IndexError, match=rf"indices\[1, {16 + lane}\] = {idx[1, 16 + lane]}"):
+            fastops.gather_elements(data, idx, 0)
+
+
 def test_gather_nd_rows_ahead_on_threads(threads):
     """Rows are resolved and prefetched 32 ahead of their copy (a ring): chunks of every
     length around the ring's, rows of 1-40 elements, 1-3 threads, against NumPy; a bad

@@ -26,6 +26,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "common.hpp"
 #include "npy_types.hpp"
 #include "parallel.hpp"
@@ -325,6 +329,80 @@ inline int64_t gather_span(const T* base, const I* ir, T* orow, int64_t i0, int6
   return first_bad;
 }
 
+#if defined(__AVX2__)
+// The x86-64-v3 build's unit-stride span for 4- and 8-byte elements: 8 indices checked
+// per step in vector registers and their elements fetched by AVX2 gathers (4 lanes of
+// 64-bit offsets each).  A step with a bad index goes through gather_span instead (it
+// writes 0 and reports the position).  The offsets v * s_axis + i are formed with a
+// 32x32 -> 64-bit multiply, so the caller passes only n_axis, s_axis < 2^31.
+// Each step prefetches the elements kGatherAhead ahead from their vector offsets
+// (without it, 16 MB of data: 3.6 -> 5.6 ns per element, one thread).
+// gather_elements 2000x2000 float32 idx 500x2000 axis 0, scripts/simd_ab.py, AVX2 /
+// baseline build: 0.91 on one thread, 0.90 on two (2.77 -> 2.53 ms, 1.59 -> 1.44);
+// data of 500 KB (in L2): 1.9 -> 1.7 ns per element.
+template <typename T, typename I>
+inline int64_t gather_span_avx2(const T* base, const I* ir, T* orow, int64_t i0, int64_t i1,
+                                int64_t s_axis, int64_t n_axis) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "4- or 8-byte elements");
+  const __m256i n = _mm256_set1_epi64x(n_axis), last = _mm256_set1_epi64x(n_axis - 1);
+  const __m256i zero = _mm256_setzero_si256(), stride = _mm256_set1_epi64x(s_axis);
+  const __m256i step = _mm256_set_epi64x(3, 2, 1, 0);
+  int64_t first_bad = kNoBad, i = i0;
+  // the offsets of 4 indices from position `at`, a bad lane's 0; returns the bad lanes
+  auto offsets = [&](__m256i v, int64_t at, __m256i& off) {
+    v = _mm256_add_epi64(v, _mm256_and_si256(_mm256_cmpgt_epi64(zero, v), n));
+    const __m256i bad = _mm256_or_si256(_mm256_cmpgt_epi64(zero, v), _mm256_cmpgt_epi64(v, last));
+    off = _mm256_andnot_si256(bad, _mm256_add_epi64(_mm256_mul_epu32(v, stride),
+                                                    _mm256_add_epi64(_mm256_set1_epi64x(at), step)));
+    return bad;
+  };
+  auto load = [&](int64_t at, __m256i& v0, __m256i& v1) {
+    if constexpr (sizeof(I) == 8) {
+      v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ir + at));
+      v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ir + at + 4));
+    } else {
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ir + at));
+      v0 = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(w));
+      v1 = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(w, 1));
+    }
+  };
+  alignas(32) int64_t ahead[8];
+  for (; i + 8 <= i1; i += 8) {
+    __m256i v0, v1, off0, off1;
+    if (i + kGatherAhead + 8 <= i1) {   // (a bad lane prefetches base)
+      load(i + kGatherAhead, v0, v1);
+      offsets(v0, i + kGatherAhead, off0);
+      offsets(v1, i + kGatherAhead + 4, off1);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(ahead), off0);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(ahead + 4), off1);
+      for (int l = 0; l < 8; ++l) __builtin_prefetch(base + ahead[l]);
+    }
+    load(i, v0, v1);
+    const __m256i bad = _mm256_or_si256(offsets(v0, i, off0), offsets(v1, i + 4, off1));
+    if (!_mm256_testz_si256(bad, bad)) {
+      first_bad = std::min(first_bad, gather_span<true>(base, ir, orow, i, i + 8, s_axis, 1,
+                                                        nullptr, n_axis));
+      continue;
+    }
+    if constexpr (sizeof(T) == 4) {
+      const int* b = reinterpret_cast<const int*>(base);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(orow + i), _mm256_i64gather_epi32(b, off0, 4));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(orow + i + 4),
+                       _mm256_i64gather_epi32(b, off1, 4));
+    } else {
+      const long long* b = reinterpret_cast<const long long*>(base);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(orow + i), _mm256_i64gather_epi64(b, off0, 8));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(orow + i + 4),
+                          _mm256_i64gather_epi64(b, off1, 8));
+    }
+  }
+  if (i < i1)
+    first_bad = std::min(first_bad, gather_span<true>(base, ir, orow, i, i1, s_axis, 1, nullptr,
+                                                      n_axis));
+  return first_bad;
+}
+#endif
+
 template <typename T, typename I>
 int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64_t In,
                         const int64_t* outer_off, const int64_t* inner_off, int64_t s_outer,
@@ -335,6 +413,10 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
   const int nt = threads_for(rows * In, nthreads);
   const int64_t grain = chunk_for(tasks, nt);
   const bool unit = !inner_off && s_inner == 1;   // the common contiguous case, compiled apart
+#if defined(__AVX2__)
+  const int64_t k31 = int64_t(1) << 31;
+  const bool vec = unit && n_axis < k31 && s_axis >= 0 && s_axis < k31;  // gather_span_avx2
+#endif
   FirstBad bad(std::max<int64_t>((tasks + grain - 1) / grain, 1));  // per chunk of tasks
   parallel_for(tasks, grain, nt, [&](int64_t t0, int64_t t1, int) {
     int64_t first_bad = kNoBad;
@@ -342,8 +424,17 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
       const int64_t r = t / nspan, o = r / m;
       const int64_t i0 = (t % nspan) * kGatherSpan, i1 = std::min(In, i0 + kGatherSpan);
       const T* base = data + (outer_off ? outer_off[o] : o * s_outer);
-      const int64_t b =
-          unit ? gather_span<true>(base, idx + r * In, out + r * In, i0, i1, s_axis, 1,
+      int64_t b;
+#if defined(__AVX2__)
+      if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+        if (vec) {
+          b = gather_span_avx2(base, idx + r * In, out + r * In, i0, i1, s_axis, n_axis);
+          if (b != kNoBad) first_bad = std::min(first_bad, r * In + b);
+          continue;
+        }
+      }
+#endif
+      b = unit ? gather_span<true>(base, idx + r * In, out + r * In, i0, i1, s_axis, 1,
                                    nullptr, n_axis)
                : gather_span<false>(base, idx + r * In, out + r * In, i0, i1, s_axis,
                                     s_inner, inner_off, n_axis);
