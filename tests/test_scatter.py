@@ -189,6 +189,27 @@ def test_gather_elements_names_the_first_bad_index_whatever_the_threads():
             fastops.gather_elements(data, idx, 0)
 
 
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_scatter_elements_blocks_copy_their_own_part(reduction, threads):
+    """Where the column blocks tile the new output (indices of data's shape outside the
+    axis) each task copies its block before scattering into it; elsewhere the copy is a
+    pass of its own.  Both, for several axes and block counts, 1-3 threads, against
+    NumPy's row-major ufunc.at; data is untouched."""
+    rng = np.random.default_rng(17)
+    data = rng.standard_normal((3, 50, 2100)).astype(np.float32)
+    keep = data.copy()
+    for axis, shape in ((1, (3, 20, 2100)), (1, (2, 20, 2100)), (1, (3, 20, 1500)),
+                        (0, (7, 50, 2100)), (2, (3, 50, 9)), (2, (3, 50, 4000))):
+        idx = rng.integers(-data.shape[axis], data.shape[axis], shape)
+        upd = rng.standard_normal(shape).astype(np.float32)
+        want = _numpy_scatter_elements(data, idx, upd, axis, reduction)
+        for n in (1, 2, 3):
+            with threads(n):
+                got = fastops.scatter_elements(data, idx, upd, axis, reduction)
+            np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(data, keep)
+
+
 @pytest.mark.parametrize("reduction", ["none", "add"])
 def test_scatter_elements_names_the_first_bad_index_whatever_the_threads(threads, reduction):
     """A new output is checked while the updates are applied, in column blocks on the
