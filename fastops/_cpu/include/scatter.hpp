@@ -10,11 +10,13 @@
 //   The tables cover indices that are smaller than data in the non-axis dimensions and
 //   strided data; both are offsets in elements.
 // * ND layout: data viewed as rows of S elements; an index tuple of depth k selects a row.
-// * Index checks come first (a bad index writes nothing; the functions return the
-//   row-major position of the first bad index in `idx`, or -1).  The apply passes
-//   check every index again where they use it: another Python thread may change `idx`
-//   after the check (the GIL is released), and such a race must never read or write out
-//   of bounds (an index gone bad is skipped, or gathers 0; the result is unspecified).
+// * The functions return the row-major position of the first bad index in `idx`, or -1.
+//   Into a new output (the caller drops it on a bad index) indices are checked where
+//   they are used; into the caller's data (scatter_elements in place, scatter_nd's rows
+//   pass) the check comes first, so a bad index writes nothing.  Every pass checks each
+//   index where it uses it: another Python thread may change `idx` meanwhile (the GIL
+//   is released), and such a race must never read or write out of bounds (an index
+//   gone bad is skipped, or gathers 0; the result is unspecified).
 // * Reductions run in a fixed order, so results never depend on the thread count:
 //   every output element is owned by one thread, which applies its updates in
 //   row-major order of `idx` (duplicates: the last "none" update wins).
