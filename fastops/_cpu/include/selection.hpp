@@ -1109,10 +1109,12 @@ constexpr int kFlatten = 8;   // set bits written per group (nonzero_fill)
 
 // Chunk [b, e) of the bitmask into output positions [k, k_end).  Arguments by value:
 // the output is int64_t, so a stored coordinate could alias a referenced int64_t and
-// force reloads in the hot loop.
-inline void nonzero_fill_chunk(const uint64_t* bits, int64_t b, int64_t e, int ndim,
-                               const int64_t* shape, int64_t nnz, int64_t* out, int64_t k,
-                               int64_t k_end) {
+// force reloads in the hot loop.  HwPopcount: compiled inside a target("popcnt")
+// function (nonzero_fill_chunk below), so __builtin_popcountll is one instruction.
+template <bool HwPopcount>
+__attribute__((always_inline)) inline void nonzero_fill_chunk_impl(
+    const uint64_t* bits, int64_t b, int64_t e, int ndim, const int64_t* shape, int64_t nnz,
+    int64_t* out, int64_t k, int64_t k_end) {
   const int64_t last = shape[ndim - 1];
   int64_t* last_coord = out + (ndim - 1) * nnz;
   int64_t coord[64];               // NumPy allows at most 64 dimensions
@@ -1133,7 +1135,9 @@ inline void nonzero_fill_chunk(const uint64_t* bits, int64_t b, int64_t e, int n
     // element (10.0 ms) or per 4 KiB staged in L1 (3.1 -> 4.2 ms on two threads).
     if (pos >= row_start && pos + 64 <= row_end) {
       const int64_t col0 = pos - row_start;
-      const int64_t n = popcount64(w);
+      int64_t n;
+      if constexpr (HwPopcount) n = __builtin_popcountll(w);
+      else n = popcount64(w);
       if (k + (n + kFlatten - 1) / kFlatten * kFlatten <= k_end) {
         int64_t* col = last_coord + k;
         for (int64_t g = 0; g < n; g += kFlatten) {
@@ -1174,6 +1178,32 @@ inline void nonzero_fill_chunk(const uint64_t* bits, int64_t b, int64_t e, int n
       last_coord[k++] = p - row_start;
     }
   }
+}
+
+// The chunk fill with the POPCNT instruction where the CPU has it (every x86-64 CPU
+// since 2008; the baseline build may not assume it; the other instantiation differs only
+// in calling popcount64, which the count pass runs on every call): a C++ harness around
+// this function (1024x1024 bool at 10%, one thread, in cache) 1.76 -> 1.51 ns per
+// nonzero; nonzero 4096x4096 bool 10%, 2 threads, after a pause 2.75-2.8 -> 2.55-2.63 ms.
+#if defined(__x86_64__) && !defined(__POPCNT__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("popcnt"))) inline void nonzero_fill_chunk_popcnt(
+    const uint64_t* bits, int64_t b, int64_t e, int ndim, const int64_t* shape, int64_t nnz,
+    int64_t* out, int64_t k, int64_t k_end) {
+  nonzero_fill_chunk_impl<true>(bits, b, e, ndim, shape, nnz, out, k, k_end);
+}
+#define FASTOPS_POPCNT_CLONE 1
+#endif
+
+inline void nonzero_fill_chunk(const uint64_t* bits, int64_t b, int64_t e, int ndim,
+                               const int64_t* shape, int64_t nnz, int64_t* out, int64_t k,
+                               int64_t k_end) {
+#if defined(FASTOPS_POPCNT_CLONE)
+  static const bool popcnt = __builtin_cpu_supports("popcnt");
+  if (popcnt) return nonzero_fill_chunk_popcnt(bits, b, e, ndim, shape, nnz, out, k, k_end);
+  nonzero_fill_chunk_impl<false>(bits, b, e, ndim, shape, nnz, out, k, k_end);
+#else
+  nonzero_fill_chunk_impl<true>(bits, b, e, ndim, shape, nnz, out, k, k_end);
+#endif
 }
 
 inline void nonzero_fill(const uint64_t* bits, int64_t size, int ndim, const int64_t* shape,
