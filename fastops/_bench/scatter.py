@@ -47,11 +47,10 @@ def _nd_inputs():
 def _line_bytes(arr, starts, nbytes):
     """Bytes of the distinct 64-byte lines of ``arr`` that reads of ``nbytes`` bytes at
     the byte offsets ``starts`` touch."""
-    first = (arr.__array_interface__["data"][0] + starts) // 64
-    span = (first[:, None] + np.arange(-(-(nbytes + 63) // 64) + 1)).ravel()
-    last = (arr.__array_interface__["data"][0] + starts + nbytes - 1) // 64
-    span = span[span <= np.repeat(last, span.size // last.size)]
-    return 64 * np.unique(span).size
+    at = arr.__array_interface__["data"][0] + np.asarray(starts)
+    first, last = at // 64, (at + nbytes - 1) // 64
+    lines = first[:, None] + np.arange(int((last - first).max()) + 1)
+    return 64 * np.unique(lines[lines <= last[:, None]]).size
 
 
 def _gather_elements_bytes(inp):

@@ -126,6 +126,15 @@ constexpr int64_t kNoBad = std::numeric_limits<int64_t>::max();
 constexpr int64_t kGatherAhead = 32;
 constexpr int64_t kRowsAhead = 32;
 
+// Prefetch a row of S elements by its first and last line (the lines between follow
+// the copy's own stream); Write = 1 for a row about to be modified.
+template <int Write, typename T>
+inline void prefetch_row(const T* row, int64_t S) {
+  const char* p = reinterpret_cast<const char*>(row);
+  __builtin_prefetch(p, Write);
+  __builtin_prefetch(p + sizeof(T) * S - 1, Write);
+}
+
 
 // First position of idx[b:e] out of [-n, n), else kNoBad.  A branch-free OR over a block
 // first (vectorizes), the exact position only for a block that has a bad one.
@@ -516,21 +525,16 @@ void scatter_nd_apply(T* out, const T* upd, const int64_t* rows, int64_t N, int6
   }
   int shift = 0;  // block of 2^shift rows, >= 4 KiB
   while ((int64_t(1) << shift) * S * static_cast<int64_t>(sizeof(T)) < 4096) ++shift;
+  auto owns = [=](int64_t r) { return ((r >> shift) % nt) == t; };
   for (int64_t n = 0; n < N; ++n) {
     // A reduction reads its target row: the one kRowsAhead updates ahead is prefetched
     // if this part owns it (1Mx16 float32 200k rows "add", 2 threads, after a pause /
     // hot: 9.2-9.35 / 7.3-8.0 -> 7.05-7.2 / 6.8-7.0 ms).  Not for "none": its row
     // copies wait in the store buffer, and the prefetch slowed it (hot 6.0 -> 6.9).
-    if (Red != kRedNone && n + kRowsAhead < N) {
-      const int64_t a = rows[n + kRowsAhead];
-      if (a >= 0 && ((a >> shift) % nt) == t) {
-        const char* p = reinterpret_cast<const char*>(out + a * S);
-        __builtin_prefetch(p, 1);
-        __builtin_prefetch(p + sizeof(T) * S - 1, 1);
-      }
-    }
+    if (Red != kRedNone && n + kRowsAhead < N && owns(rows[n + kRowsAhead]))
+      prefetch_row<1>(out + rows[n + kRowsAhead] * S, S);
     const int64_t r = rows[n];
-    if (((r >> shift) % nt) != t) continue;
+    if (!owns(r)) continue;
     apply_row<T, Red>(out + r * S, upd + n * S, S);
   }
 }
@@ -584,11 +588,7 @@ int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* 
       if (r < 0) bad.note(n0 / grain, n * k + d);
       const int64_t row = r < 0 ? -1 : (n / per_batch) * batch_rows + r;
       src_row[n % kRowsAhead] = row;
-      if (row >= 0 && S > 0) {
-        const char* p = reinterpret_cast<const char*>(data + row * S);
-        __builtin_prefetch(p);
-        __builtin_prefetch(p + sizeof(T) * S - 1);
-      }
+      if (row >= 0 && S > 0) prefetch_row<0>(data + row * S, S);
     };
     for (int64_t n = n0; n < std::min(n1, n0 + kRowsAhead); ++n) resolve(n);
     for (int64_t n = n0; n < n1; ++n) {

@@ -1053,15 +1053,22 @@ inline uint64_t nonzero_bits64(const U* p, U mask) {
 // Set bits of w.  __builtin_popcountll is a call into libgcc on the baseline x86-64
 // build (POPCNT is not part of SSE2), which took a quarter of nonzero's time (4096x4096
 // bool at 10%, one thread); the bit-parallel sum below is inline and branch-free.
-inline int64_t popcount64(uint64_t w) {
+// Builtin = true inside code compiled for POPCNT (nonzero_fill_chunk_popcnt).
 #if defined(__POPCNT__) || !defined(__x86_64__)
-  return __builtin_popcountll(w);
+constexpr bool kBuiltinPopcount = true;
 #else
-  w -= (w >> 1) & 0x5555555555555555ull;
-  w = (w & 0x3333333333333333ull) + ((w >> 2) & 0x3333333333333333ull);
-  w = (w + (w >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-  return static_cast<int64_t>((w * 0x0101010101010101ull) >> 56);
+constexpr bool kBuiltinPopcount = false;
 #endif
+template <bool Builtin = kBuiltinPopcount>
+inline int64_t popcount64(uint64_t w) {
+  if constexpr (Builtin) {
+    return __builtin_popcountll(w);
+  } else {
+    w -= (w >> 1) & 0x5555555555555555ull;
+    w = (w & 0x3333333333333333ull) + ((w >> 2) & 0x3333333333333333ull);
+    w = (w + (w >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return static_cast<int64_t>((w * 0x0101010101010101ull) >> 56);
+  }
 }
 
 // Elements per chunk: a multiple of 64, so that no bitmask word straddles two chunks.
@@ -1084,13 +1091,13 @@ int64_t nonzero_count(const U* x, int64_t size, U mask, int nchunks, int64_t* co
       for (; i + 64 <= e; i += 64) {
         const uint64_t w = nonzero_bits64(x + i, mask);
         bits[i / 64] = w;
-        cnt += popcount64(w);
+        cnt += popcount64<>(w);
       }
       if (i < e) {  // the last, partial word
         uint64_t w = 0;
         for (int64_t j = i; j < e; ++j) w |= uint64_t((x[j] & mask) != 0) << (j - i);
         bits[i / 64] = w;
-        cnt += popcount64(w);
+        cnt += popcount64<>(w);
       }
       counts[c] = cnt;
     }
@@ -1109,8 +1116,8 @@ constexpr int kFlatten = 8;   // set bits written per group (nonzero_fill)
 
 // Chunk [b, e) of the bitmask into output positions [k, k_end).  Arguments by value:
 // the output is int64_t, so a stored coordinate could alias a referenced int64_t and
-// force reloads in the hot loop.  HwPopcount: compiled inside a target("popcnt")
-// function (nonzero_fill_chunk below), so __builtin_popcountll is one instruction.
+// force reloads in the hot loop.  HwPopcount: inlined into a target("popcnt") function
+// (or built for POPCNT), so popcount64's builtin is one instruction.
 template <bool HwPopcount>
 __attribute__((always_inline)) inline void nonzero_fill_chunk_impl(
     const uint64_t* bits, int64_t b, int64_t e, int ndim, const int64_t* shape, int64_t nnz,
@@ -1135,9 +1142,7 @@ __attribute__((always_inline)) inline void nonzero_fill_chunk_impl(
     // element (10.0 ms) or per 4 KiB staged in L1 (3.1 -> 4.2 ms on two threads).
     if (pos >= row_start && pos + 64 <= row_end) {
       const int64_t col0 = pos - row_start;
-      int64_t n;
-      if constexpr (HwPopcount) n = __builtin_popcountll(w);
-      else n = popcount64(w);
+      const int64_t n = popcount64<HwPopcount>(w);
       if (k + (n + kFlatten - 1) / kFlatten * kFlatten <= k_end) {
         int64_t* col = last_coord + k;
         for (int64_t g = 0; g < n; g += kFlatten) {
@@ -1202,7 +1207,7 @@ inline void nonzero_fill_chunk(const uint64_t* bits, int64_t b, int64_t e, int n
   if (popcnt) return nonzero_fill_chunk_popcnt(bits, b, e, ndim, shape, nnz, out, k, k_end);
   nonzero_fill_chunk_impl<false>(bits, b, e, ndim, shape, nnz, out, k, k_end);
 #else
-  nonzero_fill_chunk_impl<true>(bits, b, e, ndim, shape, nnz, out, k, k_end);
+  nonzero_fill_chunk_impl<kBuiltinPopcount>(bits, b, e, ndim, shape, nnz, out, k, k_end);
 #endif
 }
 
