@@ -258,6 +258,39 @@ def test_gather_elements_vector_steps(dtype, index_dtype, threads):
             fastops.gather_elements(data, idx, 0)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.float32, np.float64])
+def test_gather_elements_column_strips(dtype, threads):
+    """Many index rows over a slab of many long data rows (> 1 MiB, the lines read
+    several times) walk column strips of one line per data row: element widths 1-8
+    bytes, data starting inside a line and with rows a line-crossing length apart (a
+    column slice of a wider array), outer slices (axis 1 of 3-d data), negative indices,
+    1-3 threads, against NumPy; a bad index deep in a late strip and one in an early
+    strip's late row: the lowest position is named."""
+    rng = np.random.default_rng(23)
+    w = 64 // np.dtype(dtype).itemsize
+    n, In = 320, (1 << 20) // (320 * np.dtype(dtype).itemsize) + 3 * w + 5
+    m = 2 * n // w + 3
+    wide = rng.integers(-100, 100, (n, In + 7)).astype(dtype)
+    for data in (wide[:, :In], wide[:, 3:In + 3], np.ascontiguousarray(wide[:, 1:In + 1])):
+        idx = rng.integers(-n, n, (m, In))
+        want = np.take_along_axis(data, idx % n, 0)
+        for k in (1, 2, 3):
+            with threads(k):
+                np.testing.assert_array_equal(fastops.gather_elements(data, idx, 0), want)
+    data3 = rng.integers(-100, 100, (2, n, In)).astype(dtype)
+    idx3 = rng.integers(-n, n, (2, m, In))
+    want3 = np.take_along_axis(data3, idx3 % n, 1)
+    with threads(2):
+        np.testing.assert_array_equal(fastops.gather_elements(data3, idx3, 1), want3)
+    idx = rng.integers(0, n, (m, In))
+    idx[m - 2, 5] = n
+    idx[3, In - 2] = -n - 1
+    for k in (1, 2, 3):
+        with threads(k):
+            with pytest.raises(IndexError, match=rf"indices\[3, {In - 2}\] = {-n - 1}"):
+                fastops.gather_elements(wide[:, :In], idx, 0)
+
+
 def test_gather_nd_rows_ahead_on_threads(threads):
     """Rows are resolved and prefetched 32 ahead of their copy (a ring): chunks of every
     length around the ring's, rows of 1-40 elements, 1-3 threads, against NumPy; a bad

@@ -22,6 +22,7 @@
 //   row-major order of `idx` (duplicates: the last "none" update wins).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -431,6 +432,103 @@ inline int64_t gather_span_avx2(const T* base, const I* ir, T* orow, int64_t i0,
 }
 #endif
 
+// Column strips: where the reads land on random rows of a slab far bigger than L2 and
+// each line is read several times (m index rows over n_axis data rows), tasks walk
+// strips of one line (kStripBytes) of every data row through all m index rows, so each
+// line comes from memory once and is then read from L2; the next strip's lines stream
+// in (n_axis / m row prefetches per index row) while this one is gathered, and the
+// strided idx/out segments are prefetched kStripRowsAhead rows early (the hardware
+// prefetchers stop at page ends; 4 and 16 measured the same).  gather_elements
+// 2000x2000 float32 idx 500x2000 axis 0 (fastops/_bench/scatter.py), 2 threads, after a
+// pause / hot: 2.9 / 2.0 -> 2.2-2.5 / 1.7-1.85 ms; one thread 5.2 / 4.0 -> 3.8-4.3 /
+// 3.2-3.6.  The thresholds come from a one-thread C++ prototype (data on huge pages, as
+// NumPy's), rows -> strips, hot / caches flushed, ms, n_axis x m x In float32: 2000 x
+// 500 x 2000 3.4 / 4.3 -> 2.4 / 2.8; 512 x 128 x 20000 13.1 / 14.4 -> 4.5 / 4.5; 64 x 16
+// x 200000 18.2 / 20.8 -> 15.5 / 15.6; but 32 x 64 x 50000 5.0 / 5.3 -> 5.4 / 6.0 and
+// 8 x 64 x 200000 16.6 -> 21 (few data rows: the row walk's streams are sequential),
+// and 2000 x 125 x 2000 (each line read once per strip) even.  The AVX2 span in the
+// strips: 1.06 slower (scripts/simd_ab.py), so the strips gather scalar.
+constexpr int64_t kStripBytes = 64;
+constexpr int64_t kStripRowsAhead = 8;
+
+template <typename T>
+inline bool strips_pay(int64_t n_axis, int64_t m, int64_t In, int64_t s_axis) {
+  const int64_t w = kStripBytes / static_cast<int64_t>(sizeof(T));
+  return w >= 2 && n_axis >= 64 && m * w >= 2 * n_axis && In >= 2 * w &&
+         static_cast<double>(n_axis) * std::abs(static_cast<double>(s_axis)) * sizeof(T) > (1 << 20);
+}
+
+// Task t of O * nstrip (unit inner stride): strip [c0, c1) of outer slice o, the strips
+// aligned to the lines of data's first row (which starts `off` elements into a line).
+template <typename T>
+struct Strips {
+  int64_t w, off, nstrip, In;
+  Strips(const T* data, int64_t In_) : w(kStripBytes / static_cast<int64_t>(sizeof(T))), In(In_) {
+    off = static_cast<int64_t>(reinterpret_cast<uintptr_t>(data) % kStripBytes / sizeof(T));
+    nstrip = (In + off + w - 1) / w;
+  }
+  void at(int64_t t, int64_t& o, int64_t& c0, int64_t& c1) const {
+    o = t / nstrip;
+    const int64_t k = t % nstrip;
+    c0 = std::max<int64_t>(0, k * w - off);
+    c1 = std::min(In, (k + 1) * w - off);
+  }
+};
+
+// Prefetch the lines of n elements from p (a strip's segment of a strided row: one
+// line, or two where a row's segment crosses a line).
+template <int Write, typename T>
+inline void prefetch_segment(const T* p, int64_t n) {
+  __builtin_prefetch(p, Write);
+  if ((reinterpret_cast<uintptr_t>(p) ^ reinterpret_cast<uintptr_t>(p + n - 1)) >= 64)
+    __builtin_prefetch(p + n - 1, Write);
+}
+
+template <typename T, typename I>
+int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t In,
+                      const int64_t* outer_off, int64_t s_outer, int64_t s_axis,
+                      int64_t n_axis, T* out, int nt) {
+  const Strips<T> st(data, In);
+  const int64_t tasks = O * st.nstrip;
+  // few chunks: each chunk's first strip is not streamed in ahead
+  const int64_t grain = chunk_for(tasks, nt, 2);
+  const int64_t per = (n_axis + m - 1) / m;   // next strip's rows to stream per index row
+  const int64_t ahead = kStripRowsAhead * In;
+  FirstBad bad(std::max<int64_t>((tasks + grain - 1) / grain, 1));  // per chunk of tasks
+  parallel_for(tasks, grain, nt, [&, per, ahead](int64_t t0, int64_t t1, int) {
+    int64_t first_bad = kNoBad;
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t o, c0, c1, no = 0, n0 = 0, n1 = 0;
+      st.at(t, o, c0, c1);
+      const T* base = data + (outer_off ? outer_off[o] : o * s_outer);
+      if (t == t0)
+        for (int64_t v = 0; v < n_axis; ++v) prefetch_segment<0>(base + v * s_axis + c0, c1 - c0);
+      const bool next = t + 1 < t1;
+      if (next) st.at(t + 1, no, n0, n1);
+      const T* nbase = data + (outer_off ? outer_off[no] : no * s_outer) + n0;
+      const int64_t nlen = n1 - n0, len = c1 - c0;
+      int64_t sv = next ? 0 : n_axis;   // next strip's rows streamed so far
+      for (int64_t r = 0; r < m; ++r) {
+        const int64_t row = (o * m + r) * In;
+        for (const int64_t e = std::min(n_axis, sv + per); sv < e; ++sv)
+          prefetch_segment<0>(nbase + sv * s_axis, nlen);
+        if (r + kStripRowsAhead < m) {
+          const I* ip = idx + row + ahead + c0;
+          for (int64_t k = 0; k < len; k += 64 / static_cast<int64_t>(sizeof(I)))
+            __builtin_prefetch(ip + k);
+          __builtin_prefetch(ip + len - 1);
+          prefetch_segment<1>(out + row + ahead + c0, len);
+        }
+        const int64_t b = gather_span<true>(base, idx + row, out + row, c0, c1, s_axis, 1,
+                                            nullptr, n_axis);
+        if (b != kNoBad) first_bad = std::min(first_bad, row + b);
+      }
+    }
+    bad.note(t0 / grain, first_bad);
+  });
+  return bad.first() == kNoBad ? -1 : bad.first();
+}
+
 template <typename T, typename I>
 int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64_t In,
                         const int64_t* outer_off, const int64_t* inner_off, int64_t s_outer,
@@ -439,6 +537,8 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
   const int64_t rows = O * m, nspan = (In + kGatherSpan - 1) / kGatherSpan;
   const int64_t tasks = rows * nspan;   // (row, span of columns), row-major
   const int nt = threads_for(rows * In, nthreads);
+  if (!inner_off && s_inner == 1 && strips_pay<T>(n_axis, m, In, s_axis))
+    return gather_strips(data, idx, O, m, In, outer_off, s_outer, s_axis, n_axis, out, nt);
   const int64_t grain = chunk_for(tasks, nt);
   const bool unit = !inner_off && s_inner == 1;   // the common contiguous case, compiled apart
 #if defined(__AVX2__)
