@@ -260,7 +260,7 @@ def test_gather_elements_vector_steps(dtype, index_dtype, threads):
 
 @pytest.mark.parametrize("dtype", [np.int8, np.float32, np.float64])
 def test_gather_elements_column_strips(dtype, threads):
-    """Many index rows over a slab of many long data rows (> 1 MiB, the lines read
+    """Many index rows over a slab of many long data rows (> 8 MiB, the lines read
     several times) walk column strips of one line per data row: element widths 1-8
     bytes, data starting inside a line and with rows a line-crossing length apart (a
     column slice of a wider array), outer slices (axis 1 of 3-d data), negative indices,
@@ -268,7 +268,7 @@ def test_gather_elements_column_strips(dtype, threads):
     strip's late row: the lowest position is named."""
     rng = np.random.default_rng(23)
     w = 64 // np.dtype(dtype).itemsize
-    n, In = 320, (1 << 20) // (320 * np.dtype(dtype).itemsize) + 3 * w + 5
+    n, In = 320, (8 << 20) // (320 * np.dtype(dtype).itemsize) + 3 * w + 5
     m = 2 * n // w + 3
     wide = rng.integers(-100, 100, (n, In + 7)).astype(dtype)
     for data in (wide[:, :In], wide[:, 3:In + 3], np.ascontiguousarray(wide[:, 1:In + 1])):

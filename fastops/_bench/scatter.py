@@ -198,7 +198,14 @@ def _scatter_nd_workload(reduction, distinct=None):
 
 
 # --------------------------------------------------------------------- gathers
-def _gather_elements_workload():
+def _elements_inputs_slab():
+    """A 41 MB slab (more than L3) read by 128 index rows: each line ~4 times."""
+    rng = _rng()
+    return {"data": rng.standard_normal((512, 20_000), dtype=np.float32),
+            "indices": rng.integers(0, 512, (128, 20_000), dtype=np.int64)}
+
+
+def _gather_elements_workload(name="2000x2000 float32 idx 500x2000", make=_elements_inputs):
     def ort(inp):
         return peers.ort_session("GatherElements", [("data", inp["data"]),
                                                     ("indices", inp["indices"])],
@@ -213,8 +220,8 @@ def _gather_elements_workload():
         return peers.torch_gpu_call(lambda: torch.gather(d, 0, i))
 
     return Workload(
-        name="gather_elements 2000x2000 float32 idx 500x2000 axis=0", op="gather_elements",
-        make=_elements_inputs,
+        name=f"gather_elements {name} axis=0", op="gather_elements", make=make,
+        quick=make is _elements_inputs,
         impls={"fastops": lambda inp: (lambda: fastops.gather_elements(
                    inp["data"], inp["indices"], axis=0)),
                "numpy": lambda inp: (lambda: np.take_along_axis(
@@ -257,6 +264,8 @@ WORKLOADS = [
     _scatter_elements_workload("none"), _scatter_elements_workload("add"),
     _scatter_nd_workload("none"), _scatter_nd_workload("add"),
     _gather_elements_workload(), _gather_nd_workload(),
+    # a data slab bigger than L3 (not in --quick)
+    _gather_elements_workload("512x20000 float32 idx 128x20000", _elements_inputs_slab),
     # issue 14's duplicate-density sweep (not in --quick)
     *[_scatter_nd_workload(r, d) for r in ("none", "add") for d in (200_000, 20_000, 16)],
 ]

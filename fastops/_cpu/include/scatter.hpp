@@ -327,7 +327,8 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
 // one thread 3.1-4.8 ms without the prefetch, 2.2-2.9 with it (16: ~2.4, 32 and 64:
 // 2.1-2.4); the column stripes of col_block() that the kernel walked before (for L2
 // reuse) gained nothing once the reads were prefetched (256 columns 2.2-2.7 ms on two
-// threads, whole rows 2.0-2.2), so tasks are now spans of whole rows.
+// threads, whole rows 2.0-2.2), so tasks are spans of whole rows, except over slabs far
+// bigger than L2 where one-line strips with the next strip streamed in pay (below).
 constexpr int64_t kGatherSpan = 4096;    // columns per task: long rows still split
 
 // out[i] = base[idx[i] * s_axis + inner(i)] for i in [i0, i1), inner(i) = inner_i[i] or
@@ -438,24 +439,28 @@ inline int64_t gather_span_avx2(const T* base, const I* ir, T* orow, int64_t i0,
 // line comes from memory once and is then read from L2; the next strip's lines stream
 // in (n_axis / m row prefetches per index row) while this one is gathered, and the
 // strided idx/out segments are prefetched kStripRowsAhead rows early (the hardware
-// prefetchers stop at page ends; 4 and 16 measured the same).  gather_elements
-// 2000x2000 float32 idx 500x2000 axis 0 (fastops/_bench/scatter.py), 2 threads, after a
-// pause / hot: 2.9 / 2.0 -> 2.2-2.5 / 1.7-1.85 ms; one thread 5.2 / 4.0 -> 3.8-4.3 /
-// 3.2-3.6.  The thresholds come from a one-thread C++ prototype (data on huge pages, as
-// NumPy's), rows -> strips, hot / caches flushed, ms, n_axis x m x In float32: 2000 x
-// 500 x 2000 3.4 / 4.3 -> 2.4 / 2.8; 512 x 128 x 20000 13.1 / 14.4 -> 4.5 / 4.5; 64 x 16
-// x 200000 18.2 / 20.8 -> 15.5 / 15.6; but 32 x 64 x 50000 5.0 / 5.3 -> 5.4 / 6.0 and
-// 8 x 64 x 200000 16.6 -> 21 (few data rows: the row walk's streams are sequential),
-// and 2000 x 125 x 2000 (each line read once per strip) even.  The AVX2 span in the
-// strips: 1.06 slower (scripts/simd_ab.py), so the strips gather scalar.
+// prefetchers stop at page ends; 4 and 16 measured the same).  2 threads, data
+// n_axis x In float32, m index rows, after a pause / back to back, ms, medians of 41,
+// the row walk -> strips, in one window: 512 x 20000 (41 MB), m 128: 7.6-9.2 / 6.7-8.3
+// -> 3.2-3.6 / 2.8 (fastops/_bench/scatter.py's slab workload); 64 x 200000, m 16:
+// 9.6-12.2 / 8.6-10.6 -> 5.5-6.0 / 4.8-5.4; 2000 x 2000 (16 MB), m 500 (the issue's
+// workload): 2.7-2.9 / 1.66-1.77 -> 2.4-2.7 / 1.67-1.9; but a slab that stays in L3
+// (2000 x 250, 2 MB, m 4000) lost back to back, 0.87 -> 1.2, hence kStripSlab.  The
+// other thresholds come from a one-thread C++ prototype (rows -> strips, hot / caches
+// flushed, ms, n_axis x m x In): 32 x 64 x 50000 5.0 / 5.3 -> 5.4 / 6.0 and 8 x 64 x
+// 200000 16.6 -> 21 (few data rows: the row walk's streams are sequential), 2000 x 125
+// x 2000 (each line read once per strip) even.  The AVX2 span in the strips was 1.06x
+// slower (scripts/simd_ab.py), so the strips gather scalar.
 constexpr int64_t kStripBytes = 64;
+constexpr double kStripSlab = 8 << 20;
 constexpr int64_t kStripRowsAhead = 8;
 
 template <typename T>
 inline bool strips_pay(int64_t n_axis, int64_t m, int64_t In, int64_t s_axis) {
   const int64_t w = kStripBytes / static_cast<int64_t>(sizeof(T));
   return w >= 2 && n_axis >= 64 && m * w >= 2 * n_axis && In >= 2 * w &&
-         static_cast<double>(n_axis) * std::abs(static_cast<double>(s_axis)) * sizeof(T) > (1 << 20);
+         static_cast<double>(n_axis) * std::abs(static_cast<double>(s_axis)) * sizeof(T) >
+             kStripSlab;
 }
 
 // Task t of O * nstrip (unit inner stride): strip [c0, c1) of outer slice o, the strips
