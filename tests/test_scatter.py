@@ -264,8 +264,8 @@ def test_gather_elements_column_strips(dtype, threads):
     several times) walk column strips of one line per data row: element widths 1-8
     bytes, data starting inside a line and with rows a line-crossing length apart (a
     column slice of a wider array), outer slices (axis 1 of 3-d data), negative indices,
-    1-3 threads, against NumPy; a bad index deep in a late strip and one in an early
-    strip's late row: the lowest position is named."""
+    1-3 threads, against NumPy; bad indices in the first strip, the last strip and
+    (the lowest) inside a full strip's unrolled row: the lowest position is named."""
     rng = np.random.default_rng(23)
     w = 64 // np.dtype(dtype).itemsize
     n, In = 320, (8 << 20) // (320 * np.dtype(dtype).itemsize) + 3 * w + 5
@@ -284,10 +284,11 @@ def test_gather_elements_column_strips(dtype, threads):
         np.testing.assert_array_equal(fastops.gather_elements(data3, idx3, 1), want3)
     idx = rng.integers(0, n, (m, In))
     idx[m - 2, 5] = n
-    idx[3, In - 2] = -n - 1
+    idx[4, In - 2] = n + 7
+    idx[3, In // 2] = -n - 1   # inside a full strip (its unrolled row)
     for k in (1, 2, 3):
         with threads(k):
-            with pytest.raises(IndexError, match=rf"indices\[3, {In - 2}\] = {-n - 1}"):
+            with pytest.raises(IndexError, match=rf"indices\[3, {In // 2}\] = {-n - 1}"):
                 fastops.gather_elements(wide[:, :In], idx, 0)
 
 

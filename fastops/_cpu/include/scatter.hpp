@@ -489,6 +489,25 @@ inline void prefetch_segment(const T* p, int64_t n) {
     __builtin_prefetch(p + n - 1, Write);
 }
 
+// A full strip's row, unrolled and without a branch per element: a bad index reads row
+// 0 (in bounds) and makes it return true, and the caller redoes the row with
+// gather_span, which writes 0 there and finds the position.
+template <typename T, typename I>
+inline bool gather_strip_row(const T* base, const I* ir, T* orow, int64_t c0, int64_t s_axis,
+                             int64_t n_axis) {
+  constexpr int W = kStripBytes / sizeof(T);
+  bool bad = false;
+#pragma GCC unroll 64
+  for (int k = 0; k < W; ++k) {
+    int64_t v = static_cast<int64_t>(ir[k]);
+    v += v < 0 ? n_axis : 0;
+    const bool ok = static_cast<uint64_t>(v) < static_cast<uint64_t>(n_axis);
+    bad |= !ok;
+    orow[k] = base[(ok ? v : 0) * s_axis + c0 + k];
+  }
+  return bad;
+}
+
 template <typename T, typename I>
 int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t In,
                       const int64_t* outer_off, int64_t s_outer, int64_t s_axis,
@@ -524,6 +543,9 @@ int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t
           __builtin_prefetch(ip + len - 1);
           prefetch_segment<1>(out + row + ahead + c0, len);
         }
+        if (len == kStripBytes / static_cast<int64_t>(sizeof(T)) &&
+            !gather_strip_row(base, idx + row + c0, out + row + c0, c0, s_axis, n_axis))
+          continue;
         const int64_t b = gather_span<true>(base, idx + row, out + row, c0, c1, s_axis, 1,
                                             nullptr, n_axis);
         if (b != kNoBad) first_bad = std::min(first_bad, row + b);
