@@ -185,9 +185,12 @@ class FirstBad {
 
 // ------------------------------------------------------------------ ScatterElements
 // True when idx[0 .. len) are all the same value (a branch-free OR of differences, which
-// vectorizes).
+// vectorizes), after a look at the second and last, which settles random indices without
+// the pass: it read each idx row twice and took ~10 % of scatter_elements' time on the
+// 2000x2000 idx 500x2000 workload (perf).
 template <typename I>
 inline bool uniform_run(const I* idx, int64_t len) {
+  if (len > 1 && (idx[1] != idx[0] || idx[len - 1] != idx[0])) return false;
   I diff = 0;
   for (int64_t i = 1; i < len; ++i) diff |= static_cast<I>(idx[i] ^ idx[0]);
   return diff == 0;
