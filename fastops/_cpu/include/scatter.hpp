@@ -196,6 +196,31 @@ inline bool uniform_run(const I* idx, int64_t len) {
   return diff == 0;
 }
 
+// The updates of one index row over columns [i0, i1): base[idx * s_axis + i * s_inner],
+// each target prefetched kGatherAhead elements early.  Arguments by value, as in
+// gather_span: captured by reference, the strides were reloaded after every store
+// (extensions build with -fno-strict-aliasing).  Returns row + the first bad i, else
+// kNoBad.
+template <typename T, typename I, int Red>
+inline int64_t scatter_span(T* base, const I* ij, const T* uj, int64_t i0, int64_t i1,
+                            int64_t s_axis, int64_t s_inner, int64_t n_axis, int64_t row) {
+  int64_t first_bad = kNoBad;
+  for (int64_t i = i0; i < i1; ++i) {
+    if (i + kGatherAhead < i1) {
+      const int64_t a = i + kGatherAhead;
+      __builtin_prefetch(base + std::max<int64_t>(norm_index(ij[a], n_axis), 0) * s_axis + a * s_inner, 1);
+    }
+    const int64_t v = norm_index(ij[i], n_axis);
+    if (v < 0) {  // never write outside; the caller raises
+      first_bad = std::min(first_bad, row + i);
+      continue;
+    }
+    T* p = base + v * s_axis + i * s_inner;
+    *p = reduce_op<T, Red>(*p, uj[i]);
+  }
+  return first_bad;
+}
+
 // Duplicates can only meet inside one (o, i) column of the indices (the target keeps o
 // and i), so columns are split among threads and each walks j in order: deterministic,
 // row-major "last wins", with no duplicate detection.  Tasks are (o, block of i): a
@@ -252,19 +277,8 @@ int64_t scatter_elements_apply(T* out, const T* copy_from, const I* idx, const T
           T* p = base + v * s_axis;
           for (int64_t i = i0; i < i1; ++i) p[i] = reduce_op<T, Red>(p[i], uj[i]);
         } else {
-          for (int64_t i = i0; i < i1; ++i) {
-            if (i + kGatherAhead < i1) {
-              const int64_t a = i + kGatherAhead;
-              __builtin_prefetch(base + std::max<int64_t>(norm_index(ij[a], n_axis), 0) * s_axis + a * s_inner, 1);
-            }
-            const int64_t v = norm_index(ij[i], n_axis);
-            if (v < 0) {
-              first_bad = std::min(first_bad, row + i);
-              continue;
-            }
-            T* p = base + v * s_axis + i * s_inner;
-            *p = reduce_op<T, Red>(*p, uj[i]);
-          }
+          first_bad = std::min(first_bad, scatter_span<T, I, Red>(base, ij, uj, i0, i1, s_axis,
+                                                                  s_inner, n_axis, row));
         }
       }
     }
