@@ -508,7 +508,8 @@ inline void prefetch_segment(const T* p, int64_t n) {
 
 // A full strip's row, unrolled and without a branch per element: a bad index reads row
 // 0 (in bounds) and makes it return true, and the caller redoes the row with
-// gather_span, which writes 0 there and finds the position.
+// gather_span, which writes 0 there and finds the position.  2000x2000 idx 500x2000, 2
+// threads, after a pause / back to back: 2.41-2.69 / 1.79-1.90 -> 2.24-2.44 / 1.66-1.73 ms.
 template <typename T, typename I>
 inline bool gather_strip_row(const T* base, const I* ir, T* orow, int64_t c0, int64_t s_axis,
                              int64_t n_axis) {
