@@ -560,7 +560,7 @@ int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t
           __builtin_prefetch(ip + len - 1);
           prefetch_segment<1>(out + row + ahead + c0, len);
         }
-        if (len == kStripBytes / static_cast<int64_t>(sizeof(T)) &&
+        if (len == st.w &&
             !gather_strip_row(base, idx + row + c0, out + row + c0, c0, s_axis, n_axis))
           continue;
         const int64_t b = gather_span<true>(base, idx + row, out + row, c0, c1, s_axis, 1,
@@ -581,10 +581,10 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
   const int64_t rows = O * m, nspan = (In + kGatherSpan - 1) / kGatherSpan;
   const int64_t tasks = rows * nspan;   // (row, span of columns), row-major
   const int nt = threads_for(rows * In, nthreads);
-  if (!inner_off && s_inner == 1 && strips_pay<T>(n_axis, m, In, s_axis))
+  const bool unit = !inner_off && s_inner == 1;   // the common contiguous case, compiled apart
+  if (unit && strips_pay<T>(n_axis, m, In, s_axis))
     return gather_strips(data, idx, O, m, In, outer_off, s_outer, s_axis, n_axis, out, nt);
   const int64_t grain = chunk_for(tasks, nt);
-  const bool unit = !inner_off && s_inner == 1;   // the common contiguous case, compiled apart
 #if defined(__AVX2__)
   const int64_t k31 = int64_t(1) << 31;
   const bool vec = unit && n_axis < k31 && s_axis >= 0 && s_axis < k31;  // gather_span_avx2
