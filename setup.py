@@ -4,8 +4,9 @@ Flags: -O3 -fopenmp always. -march=native only when FASTOPS_MARCH_NATIVE=1, so a
 built here runs on any x86-64 machine.  FASTOPS_EXTENSIONS=selection,scatter limits an
 in-place development build (``python setup.py build_ext --inplace``) to those families.
 FASTOPS_SANITIZE=1 builds with AddressSanitizer and UBSan (scripts/sanitize.sh).
-On x86-64 the families in fastops/_cpu/avx2/ are built a second time for x86-64-v3
-(AVX2), picked at import when the CPU has it (fastops/_cpu/avx2/__init__.py).
+On x86-64 the families in fastops/_cpu/avx2/ are built again for x86-64-v3 (AVX2) and
+those in fastops/_cpu/avx512/ for x86-64-v4 (AVX-512), picked at import by the CPU's
+features (fastops._dispatch.cpu_module).
 Every extension depends on every header, so editing a .hpp rebuilds without --force.
 """
 import glob
@@ -52,15 +53,18 @@ def extension(path, extra_args=()):
 
 
 extensions = [extension(path) for path in sorted(glob.glob("fastops/_cpu/*.pyx"))]
-# The families that pay for AVX2 again for x86-64-v3 (fastops/_cpu/avx2/__init__.py);
-# the -march=native build already has them, and other machines keep the baseline.
+# The families that pay, built again for x86-64-v3 (fastops/_cpu/avx2/__init__.py) and
+# x86-64-v4 (fastops/_cpu/avx512/__init__.py); the -march=native build already has what
+# the build machine has, and other machines keep the baseline.
+SIMD_BUILDS = {"avx2": "x86-64-v3", "avx512": "x86-64-v4"}
 X86_64 = platform.machine().lower() in ("x86_64", "amd64") and sys.platform != "darwin"
 if X86_64 and os.environ.get("FASTOPS_MARCH_NATIVE") != "1" \
         and os.environ.get("FASTOPS_SANITIZE") != "1":   # (same source as the baseline)
-    extensions += [extension(path, ["-march=x86-64-v3"])
-                   for path in sorted(glob.glob("fastops/_cpu/avx2/*.pyx"))]
+    for subdir, march in SIMD_BUILDS.items():
+        extensions += [extension(path, [f"-march={march}"])
+                       for path in sorted(glob.glob(f"fastops/_cpu/{subdir}/*.pyx"))]
 only = os.environ.get("FASTOPS_EXTENSIONS")
-if only:    # a family's name selects its AVX2 build too (a stale one would be imported)
+if only:    # a family's name selects its SIMD builds too (a stale one would be imported)
     wanted = {name.strip() for name in only.split(",")}
     extensions = [e for e in extensions if e.name.rsplit(".", 1)[1] in wanted]
 

@@ -32,22 +32,30 @@ def info():
 
 
 def simd_summary():
-    """Which build of each CPU kernel family this machine imports (fastops/_cpu/avx2)."""
+    """Which build of each CPU kernel family this machine imports (fastops/_cpu/avx2,
+    fastops/_cpu/avx512)."""
+    import importlib
     import os
     import pkgutil
 
     from fastops import _dispatch
-    from fastops._cpu import avx2
-    built = sorted(m.name for m in pkgutil.iter_modules(avx2.__path__))
+    names = {"avx512": "x86-64-v4 (AVX-512)", "avx2": "x86-64-v3 (AVX2, FMA)"}
+    built = sorted({m.name for _, subdir, _ in _dispatch.SIMD_BUILDS
+                    for m in pkgutil.iter_modules(
+                        importlib.import_module("fastops._cpu." + subdir).__path__)})
     if not built:
-        return "baseline build for every family (this install has no AVX2 builds)"
-    used = [f for f in built if _dispatch.cpu_module(f).startswith("fastops._cpu.avx2.")]
+        return "baseline build for every family (this install has no SIMD builds)"
+    used = {}
+    for f in built:
+        subdir = _dispatch.cpu_module(f).split(".")[-2]
+        if subdir in names:
+            used.setdefault(names[subdir], []).append(f)
     if not used:
         forced = os.environ.get("FASTOPS_SIMD", "").strip().lower() == "baseline"
         why = "FASTOPS_SIMD=baseline" if forced else "this CPU has no AVX2/FMA"
         return f"baseline build for every family ({why})"
-    return (f"x86-64-v3 (AVX2, FMA) for {', '.join(used)}; baseline for the rest "
-            f"(FASTOPS_SIMD=baseline forces baseline)")
+    return ("; ".join(f"{name} for {', '.join(fams)}" for name, fams in used.items())
+            + "; baseline for the rest (FASTOPS_SIMD=baseline or x86-64-v3 caps it)")
 
 
 def copy_bandwidth(nbytes=256 << 20, repeats=5):

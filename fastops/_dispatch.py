@@ -187,29 +187,40 @@ def _from_dlpack_fn(obj):
     return fn
 
 
+# SIMD builds of the CPU kernel families (setup.py), newest first: the target, the
+# subpackage of fastops._cpu that holds its families, the _runtime test of the CPU
+SIMD_BUILDS = (("x86-64-v4", "avx512", "has_x86_64_v4"),
+               ("x86-64-v3", "avx2", "has_x86_64_v3"))
+_SIMD_ORDER = ("baseline", "x86-64-v3", "x86-64-v4")
+
+
 @functools.lru_cache(maxsize=None)
 def simd_target():
-    """"x86-64-v3" when this CPU runs AVX2 code and FASTOPS_SIMD is not "baseline",
-    else "baseline" (FASTOPS_SIMD=baseline forces the baseline kernels, e.g. to compare)."""
+    """The newest target this CPU runs: "x86-64-v4" (AVX-512), "x86-64-v3" (AVX2, FMA) or
+    "baseline"; FASTOPS_SIMD=baseline or =x86-64-v3 caps it (e.g. to compare builds)."""
     import os
     from fastops._cpu import _runtime
-    wanted = os.environ.get("FASTOPS_SIMD", "").strip().lower()
-    if wanted not in ("", "baseline", "x86-64-v3"):
-        raise ValueError(f"FASTOPS_SIMD={wanted!r}: expected baseline or x86-64-v3")
-    if wanted == "baseline" or not _runtime.has_x86_64_v3():
-        return "baseline"
-    return "x86-64-v3"
+    wanted = os.environ.get("FASTOPS_SIMD", "").strip().lower() or "x86-64-v4"
+    if wanted not in _SIMD_ORDER:
+        raise ValueError(f"FASTOPS_SIMD={wanted!r}: expected one of {', '.join(_SIMD_ORDER)}")
+    for target, _, test in SIMD_BUILDS:
+        if _SIMD_ORDER.index(target) <= _SIMD_ORDER.index(wanted) and getattr(_runtime, test)():
+            return target
+    return "baseline"
 
 
 @functools.lru_cache(maxsize=None)
 def cpu_module(family):
-    """The CPU kernel module of ``family`` for this machine: fastops._cpu.avx2.<family>
-    where that build exists (setup.py builds it on x86-64 for the families that pay) and
-    simd_target() allows it, else fastops._cpu.<family>.  Both give the same bits."""
-    if simd_target() == "x86-64-v3":
-        name = "fastops._cpu.avx2." + family
-        if importlib.util.find_spec(name) is not None:
-            return name
+    """The CPU kernel module of ``family`` for this machine: the newest SIMD build of it
+    (fastops._cpu.avx512.<family>, fastops._cpu.avx2.<family>) that setup.py made (only
+    the families that pay are built) and simd_target() allows, else
+    fastops._cpu.<family>.  Every build gives the same bits."""
+    allowed = _SIMD_ORDER.index(simd_target())
+    for target, subdir, _ in SIMD_BUILDS:
+        if _SIMD_ORDER.index(target) <= allowed:
+            name = f"fastops._cpu.{subdir}.{family}"
+            if importlib.util.find_spec(name) is not None:
+                return name
     return "fastops._cpu." + family
 
 
@@ -219,8 +230,8 @@ _FAST = {}                  # fast path name (unique across families) -> its fun
 
 
 def kernel_module(backend, family):
-    """The kernel module of one op family: fastops._cpu.<family> (or its AVX2 build,
-    fastops._cpu.avx2.<family>, see cpu_module) for "cpu", fastops._gpu.<family> for
+    """The kernel module of one op family: fastops._cpu.<family> (or a SIMD build of it,
+    see cpu_module) for "cpu", fastops._gpu.<family> for
     "gpu"; cached (scripts/simd_ab.py swaps the cached CPU modules)."""
     mod = _KERNEL_MODULES.get((backend, family))
     if mod is None:

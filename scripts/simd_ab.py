@@ -1,56 +1,82 @@
 #!/usr/bin/env python
-"""Side-by-side timing of the baseline and the x86-64-v3 (AVX2) build of every CPU kernel
-family, in one process: each repeat runs a workload of fastops/_bench on the baseline
-modules and then on the AVX2 ones (swapped in _dispatch's module cache), one thread,
-after one warm-up call each.  Prints the median ms of both and the ratio avx2 / baseline;
-docs/performance.md ("SIMD targets") chose the families in fastops/_cpu/avx2 with it.
+"""Side-by-side timing of the SIMD builds of every CPU kernel family, in one process: each
+repeat runs a workload of fastops/_bench once under each target (baseline, x86-64-v3,
+x86-64-v4: the modules that target's dispatch would import, swapped in _dispatch's module
+cache), one thread, each after one warm-up call.  Prints the median ms under each target
+and the ratio of the last to the one before it; docs/performance.md ("SIMD targets")
+chose the families in fastops/_cpu/avx2 and fastops/_cpu/avx512 with it.  A family is
+timed under a target only where this CPU runs it.
 
-    python scripts/simd_ab.py [--repeat 9] [--threads 1] [family ...]
+    python scripts/simd_ab.py [--repeat 9] [--threads 1] [--targets baseline,x86-64-v3]
+                              [bench family ...]
 """
 import argparse
 import importlib
+import importlib.util
 import pkgutil
 import statistics
 import time
 
 import fastops
 from fastops import _bench, _dispatch
-from fastops._cpu import avx2
+from fastops._cpu import _runtime
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--repeat", type=int, default=9)
 ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--targets", default="baseline,x86-64-v3,x86-64-v4",
+                help="comma-separated, oldest first; the ratio is last / the one before")
 ap.add_argument("bench_families", nargs="*",
                 default=["selection", "scatter", "nms", "roi_align", "resample", "grid_sample",
                          "conv", "norm", "cv"])
 args = ap.parse_args()
 fastops.set_num_threads(args.threads)
-built = sorted(m.name for m in pkgutil.iter_modules(avx2.__path__))
+
+SUBDIR = {target: subdir for target, subdir, _ in _dispatch.SIMD_BUILDS}
+RUNS = {target: getattr(_runtime, test)() for target, _, test in _dispatch.SIMD_BUILDS}
+targets = [t for t in args.targets.split(",") if t == "baseline" or RUNS[t]]
+families = sorted({m.name for subdir in SUBDIR.values()
+                   for m in pkgutil.iter_modules(importlib.import_module(
+                       "fastops._cpu." + subdir).__path__)})
 
 
-def use(prefix):
-    for fam in built:
-        _dispatch._KERNEL_MODULES["cpu", fam] = importlib.import_module(prefix + fam)
+def module(target, family):
+    """What cpu_module would import under FASTOPS_SIMD=target."""
+    order = [t for t, _, _ in _dispatch.SIMD_BUILDS]         # newest first
+    for t in order[order.index(target):] if target != "baseline" else ():
+        name = f"fastops._cpu.{SUBDIR[t]}.{family}"
+        if importlib.util.find_spec(name) is not None:
+            return name
+    return "fastops._cpu." + family
+
+
+def use(target):
+    for fam in families:
+        _dispatch._KERNEL_MODULES["cpu", fam] = importlib.import_module(module(target, fam))
     _dispatch._KERNELS.clear()
     _dispatch._FAST.clear()         # (the compiled fast paths of small calls follow too)
 
 
-print(f"AVX2 builds: {', '.join(built)}; {args.threads} thread(s), median of {args.repeat}")
-print(f"{'workload':72s} {'baseline':>9s} {'avx2':>9s} {'ratio':>6s}")
+for t in targets:
+    print(f"{t}: " + ", ".join(f"{f}={module(t, f).rsplit('.', 2)[1]}" for f in families))
+print(f"{args.threads} thread(s), median of {args.repeat} (ms)")
+print(f"{'workload':72s} " + " ".join(f"{t:>10s}" for t in targets) + "  ratio")
 for bench_family in args.bench_families:
     for w in _bench.workloads(bench_family):
         try:
             fn = w.prepare("fastops")
         except NotImplementedError:
             continue
-        times = {"fastops._cpu.": [], "fastops._cpu.avx2.": []}
+        times = {t: [] for t in targets}
         for _ in range(args.repeat):
-            for prefix, ts in times.items():
-                use(prefix)
+            for t, ts in times.items():
+                use(t)
                 fn()
                 t0 = time.perf_counter()
                 fn()
                 ts.append(time.perf_counter() - t0)
-        base, fast = (statistics.median(t) * 1e3 for t in times.values())
-        print(f"{w.name[:72]:72s} {base:9.3f} {fast:9.3f} {fast / base:6.2f}", flush=True)
-use("fastops._cpu.")
+        med = [statistics.median(times[t]) * 1e3 for t in targets]
+        ratio = med[-1] / med[-2] if len(med) > 1 else 1.0
+        print(f"{w.name[:72]:72s} " + " ".join(f"{m:10.3f}" for m in med) + f" {ratio:6.2f}",
+              flush=True)
+use(_dispatch.simd_target())

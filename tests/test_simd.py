@@ -1,10 +1,12 @@
-"""The AVX2 (x86-64-v3) builds of fastops/_cpu/avx2: picked at import where the CPU has
-AVX2, and bit-identical to the baseline builds (every build has -ffp-contract=off).  The
-other test modules run whichever build this machine picks; this one runs the workloads
-below (every family, non-trivial scales and biases, both float widths: an AVX2 build
-with FMA contraction changes instance_norm here) under FASTOPS_SIMD=baseline and under
-the default, in two processes, and compares the bytes."""
+"""The SIMD builds of fastops/_cpu/avx2 (x86-64-v3) and fastops/_cpu/avx512 (x86-64-v4):
+picked at import where the CPU runs them, and bit-identical to the baseline builds (every
+build has -ffp-contract=off).  The other test modules run whichever build this machine
+picks; this one runs the workloads below (every family, non-trivial scales and biases,
+both float widths: an AVX2 build with FMA contraction changes instance_norm here) under
+FASTOPS_SIMD=baseline and under each target this CPU runs, one process each, and
+compares the bytes."""
 import ast
+import importlib
 import os
 import pkgutil
 import subprocess
@@ -14,9 +16,13 @@ import numpy as np
 import pytest
 
 from fastops import _dispatch
-from fastops._cpu import _runtime, avx2
+from fastops._cpu import _runtime
 
-BUILT = sorted(m.name for m in pkgutil.iter_modules(avx2.__path__))
+# subpackage of fastops._cpu -> the families built there
+BUILT = {subdir: sorted(m.name for m in pkgutil.iter_modules(
+             importlib.import_module("fastops._cpu." + subdir).__path__))
+         for _, subdir, _ in _dispatch.SIMD_BUILDS}
+RUNS = {target: getattr(_runtime, test)() for target, _, test in _dispatch.SIMD_BUILDS}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -83,6 +89,19 @@ def workloads():
             calls[f"scatter_elements {n} {red}"] = (
                 lambda t=table, u=upd, red=red: fastops.scatter_elements(
                     t, np.asarray(rows[:, 0:1].repeat(8, 1)), u, 0, red))
+    # selection: the x86-64-v4 build's 16-lane column step of cummax/cummin (NaNs, ties,
+    # signed zeros, a width that leaves a tail, a strided view) and short-row topk
+    for dt in (np.float32, np.float64):
+        c = rng.integers(-3, 4, (67, 53)).astype(dt)
+        c[rng.uniform(size=c.shape) < 0.05] = np.nan
+        c[rng.uniform(size=c.shape) < 0.05] = -0.0
+        for op in (fastops.cummax, fastops.cummin):
+            for name, v in (("", c), (" strided", c[:, 1::2]), (" 3-d", c.reshape(67, 1, 53))):
+                calls[f"{op.__name__} {np.dtype(dt).name} axis 0{name}"] = (
+                    lambda op=op, v=v: op(v, 0))
+        calls[f"topk {np.dtype(dt).name} short rows"] = (
+            lambda c=c: fastops.topk(np.nan_to_num(c[:, :20]), 5, axis=1))
+        calls[f"nonzero {np.dtype(dt).name}"] = lambda c=c: fastops.nonzero(c)
     img = rng.integers(0, 256, (131, 157, 3), dtype=np.uint8)
     four = np.concatenate([img, img[..., :1]], axis=2)
     for src in (img, img.astype(np.float32) / 7, img.astype(np.uint16) * 201,
@@ -123,34 +142,54 @@ def _run(tmp_path, simd):
     return dict(np.load(path)), ast.literal_eval(out.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(not BUILT or not _runtime.has_x86_64_v3(),
-                    reason="no AVX2 builds here, or the CPU has no AVX2")
-def test_avx2_builds_give_the_baseline_bits(tmp_path):
-    base, base_mods = _run(tmp_path, "baseline")
-    fast, fast_mods = _run(tmp_path, "")
-    assert not any(".avx2." in m for m in base_mods), base_mods
-    assert {m.rsplit(".", 1)[1] for m in fast_mods if ".avx2." in m} == \
-        {m.rsplit(".", 1)[1] for m in base_mods} & set(BUILT), fast_mods
+def _expected_module(target, family):
+    """The build a family should come from under target: the newest one built at or
+    below it (the dispatch rule, written out independently)."""
+    order = ["x86-64-v4", "x86-64-v3"]
+    subdirs = {"x86-64-v4": "avx512", "x86-64-v3": "avx2"}
+    for t in order[order.index(target):] if target in order else ():
+        if family in BUILT[subdirs[t]]:
+            return f"fastops._cpu.{subdirs[t]}.{family}"
+    return f"fastops._cpu.{family}"
+
+
+@pytest.fixture(scope="module")
+def baseline_run(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("simd"), "baseline")
+
+
+@pytest.mark.parametrize("target,subdir", [(t, d) for t, d, _ in _dispatch.SIMD_BUILDS])
+def test_simd_builds_give_the_baseline_bits(tmp_path, baseline_run, target, subdir):
+    if not BUILT[subdir] or not RUNS[target]:
+        pytest.skip(f"no {target} builds here, or the CPU does not run {target}")
+    base, base_mods = baseline_run
+    fast, fast_mods = _run(tmp_path, target)
+    assert all(m.count(".") == 2 for m in base_mods), base_mods      # fastops._cpu.<family>
+    assert sorted(fast_mods) == sorted(_expected_module(target, m.rsplit(".", 1)[1])
+                                       for m in base_mods), fast_mods
     assert base.keys() == fast.keys()
     for key in base:
         a, b = base[key], fast[key]
         assert a.dtype == b.dtype and a.shape == b.shape, key
-        assert a.tobytes() == b.tobytes(), f"{key}: the AVX2 build changed the result"
+        assert a.tobytes() == b.tobytes(), f"{key}: the {target} build changed the result"
 
 
 def test_dispatch_follows_the_cpu_and_fastops_simd(monkeypatch):
-    """cpu_module() picks the AVX2 build only where it exists and the CPU runs it;
-    FASTOPS_SIMD=baseline turns it off and a wrong value is named."""
-    for env, has, want_avx2 in (("", True, True), ("baseline", True, False),
-                                ("", False, False), ("x86-64-v3", False, False)):
+    """cpu_module() picks the newest build that exists, the CPU runs and FASTOPS_SIMD
+    allows; FASTOPS_SIMD=baseline turns them off and a wrong value is named."""
+    cases = [("", True, True, "x86-64-v4"), ("", True, False, "x86-64-v3"),
+             ("", False, False, "baseline"), ("baseline", True, True, "baseline"),
+             ("x86-64-v3", True, True, "x86-64-v3"), ("x86-64-v4", False, False, "baseline"),
+             ("X86-64-V4", True, True, "x86-64-v4")]
+    for env, v3, v4, target in cases:
         monkeypatch.setenv("FASTOPS_SIMD", env)
-        monkeypatch.setattr(_runtime, "has_x86_64_v3", lambda: has)
+        monkeypatch.setattr(_runtime, "has_x86_64_v3", lambda v3=v3: v3)
+        monkeypatch.setattr(_runtime, "has_x86_64_v4", lambda v4=v4: v4)
         _dispatch.simd_target.cache_clear()
         _dispatch.cpu_module.cache_clear()
-        for fam in ("nms", "selection"):
-            got = _dispatch.cpu_module(fam)
-            assert got == ("fastops._cpu.avx2." + fam if want_avx2 and fam in BUILT
-                           else "fastops._cpu." + fam), (env, has, got)
+        assert _dispatch.simd_target() == target, (env, v3, v4)
+        for fam in ("nms", "selection", "scatter", "resample"):
+            assert _dispatch.cpu_module(fam) == _expected_module(target, fam), (env, fam)
     monkeypatch.setenv("FASTOPS_SIMD", "avx9")
     _dispatch.simd_target.cache_clear()
     with pytest.raises(ValueError, match="FASTOPS_SIMD='avx9'"):
@@ -164,7 +203,10 @@ def test_info_names_the_dispatched_build():
     out = subprocess.run([sys.executable, "-m", "fastops", "info"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     line = next(x for x in out.splitlines() if x.startswith("CPU kernels:"))
-    if BUILT and _runtime.has_x86_64_v3():
-        assert "x86-64-v3" in line and all(f in line for f in BUILT), line
+    target = _dispatch.simd_target()
+    used = {f for fams in BUILT.values() for f in fams
+            if _expected_module(target, f).count(".") == 3}
+    if used:
+        assert target in line and all(f in line for f in used), line
     else:
         assert "baseline" in line, line

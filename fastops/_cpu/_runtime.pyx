@@ -24,13 +24,26 @@ cdef extern from *:
       return 0;
     #endif
     }
+    static int fastops_has_x86_64_v4(void) {
+    #if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__))
+      return __builtin_cpu_supports("x86-64-v4");  /* and the OS's ZMM/opmask state */
+    #else
+      return 0;
+    #endif
+    }
     """
     int fastops_has_x86_64_v3() nogil
+    int fastops_has_x86_64_v4() nogil
 
 
 def has_x86_64_v3():
     """Whether this CPU (and OS) runs x86-64-v3 code: AVX2, FMA, BMI1/2, F16C, ..."""
     return bool(fastops_has_x86_64_v3())
+
+
+def has_x86_64_v4():
+    """Whether this CPU (and OS) runs x86-64-v4 code: AVX-512 F, BW, CD, DQ and VL."""
+    return bool(fastops_has_x86_64_v4())
 
 
 def plain_args(tuple args, frozenset types):

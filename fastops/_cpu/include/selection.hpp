@@ -15,6 +15,10 @@
 #include "npy_types.hpp"
 #include "parallel.hpp"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -793,6 +797,26 @@ template <typename T, bool Max>
 inline void cum_row_step(const T* xi, int64_t s_inner, const T* vp, const int64_t* ip,
                          T* vi, int64_t* ii, int64_t gi, int64_t j0, int64_t j1) {
   int64_t j = j0;
+#if defined(__AVX512F__)
+  // x86-64-v4 build: 16 floats a step, the take mask in a k register.  The SSE2 loop
+  // alone ran 10 % slower in that build than in the baseline (cummax 4096x4096 float32
+  // axis=0, 2 threads, scripts/simd_ab.py).
+  if constexpr (std::is_same<T, float>::value) {
+    if (s_inner == 1) {
+      const __m512i g = _mm512_set1_epi64(gi);
+      for (; j + 16 <= j1; j += 16) {
+        const __m512 v = _mm512_loadu_ps(xi + j), c = _mm512_loadu_ps(vp + j);
+        const __mmask16 take = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) |
+                               _mm512_cmp_ps_mask(v, c, Max ? _CMP_GE_OQ : _CMP_LE_OQ);
+        const __m512i p0 = _mm512_loadu_si512(ip + j), p1 = _mm512_loadu_si512(ip + j + 8);
+        _mm512_storeu_ps(vi + j, _mm512_mask_blend_ps(take, c, v));
+        _mm512_storeu_si512(ii + j, _mm512_mask_blend_epi64(static_cast<__mmask8>(take), p0, g));
+        _mm512_storeu_si512(ii + j + 8,
+                            _mm512_mask_blend_epi64(static_cast<__mmask8>(take >> 8), p1, g));
+      }
+    }
+  }
+#endif
 #if defined(__SSE2__)
   if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
     if (s_inner == 1) {
