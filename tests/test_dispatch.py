@@ -277,6 +277,28 @@ def test_bench_cli_hot_mode():
     assert all(r["ms"]["fastops"] > 0 for r in data["rows"])
 
 
+def test_bench_measure_skips_a_workload_nobody_can_run():
+    """A workload that no installed implementation can prepare (the ONNX model workloads
+    need torchvision to export their models) gives no row, not a crash (it divided by
+    the number of implementations)."""
+    from fastops.__main__ import measure
+    from fastops._bench.peers import PeerMissing
+
+    class Nobody:
+        hot_ok = True
+
+        def prepare(self, impl):
+            if impl == "numpy":
+                raise NotImplementedError
+            raise PeerMissing("torchvision")
+
+    for hot in (False, True):
+        missing = {}
+        assert measure(Nobody(), ("fastops", "numpy", "onnxruntime"), 3, missing,
+                       hot=hot) == {}
+        assert missing == {"fastops": "torchvision", "onnxruntime": "torchvision"}
+
+
 def test_public_functions_are_typed():
     """py.typed ships, and every public function annotates its arguments and result, so
     editors and type checkers see the signatures (a new op must too)."""
