@@ -632,6 +632,8 @@ def test_threads_bit_identical_and_deterministic(reduction, threads):
         one = run()
     with threads(2):
         two = [run() for _ in range(3)]
+    with threads(3):        # (not a power of two: scatter_nd's owners by division)
+        two.append(run())
     for r in two:
         for a, b in zip(one, r):
             np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))

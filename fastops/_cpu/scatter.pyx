@@ -97,7 +97,11 @@ def scatter_nd(data, real[::1] out, const index_t[::1] idx, int64_t N, int k,
                int nthreads):
     """out (rows of S) = data (C-contiguous, or None), then N index tuples of depth k."""
     import numpy as np
-    cdef int64_t[::1] rows = np.empty(max(N, 1), dtype=np.int64)
+    # scratch: each tuple's row, then the owners' order of the updates (scatter.hpp);
+    # pooled, as outputs are: a fresh 3 MB block faulted its pages in on every call
+    # (200k rows: scatter_nd "none" 0.5-0.8 ms slower than with the pool)
+    from fastops._cpu import _pool
+    cdef int64_t[::1] rows = _pool.empty((max(2 * N, 1),), np.int64)
     cdef const real* dp = <const real*>_addr(data)
     cdef real* op = &out[0] if out.shape[0] else NULL
     cdef const real* up = &upd[0] if upd.shape[0] else NULL

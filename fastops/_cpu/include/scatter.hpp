@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -652,58 +653,112 @@ inline void apply_row(T* o, const T* u, int64_t len) {
   }
 }
 
-// Part t of nt (the parts own disjoint outputs; any thread may run any part).
-template <typename T, int Red>
-void scatter_nd_apply(T* out, const T* upd, const int64_t* rows, int64_t N, int64_t S,
-                      int64_t t, int64_t nt) {
-  if (S == 0) return;
-  // Long rows (S >= 4096 elements): split the columns, which balances perfectly and
-  // keeps per-thread ranges long (>= 8 KiB of float32 on 2 threads).  Not tuned by
-  // measurement: the workloads have S = 16 and take the row-owner path.
-  if (nt == 1 || S >= 4096) {
-    const int64_t len = (S + nt - 1) / nt;
-    const int64_t c0 = std::min(S, t * len), c1 = std::min(S, c0 + len);
-    if (c0 >= c1) return;
-    for (int64_t n = 0; n < N; ++n) apply_row<T, Red>(out + rows[n] * S + c0, upd + n * S + c0, c1 - c0);
-    return;
+// Short rows (S < kNdSplitCols) go to owners: thread o owns the blocks of 2^shift rows
+// (>= 4 KiB, so threads never share a cache line) with (block % nt) == o, and applies
+// its rows' updates in n order (the order of a row's updates, hence its sums' bits and
+// the last write of "none", is the serial one).  For a reduction the index pass sorts
+// each part's updates into one bucket per owner (a stable counting sort of its own range
+// of n), so an owner walks only its own updates.  Walking all N and skipping the
+// others' rows, a branch that mispredicts on half the updates, made two threads slower
+// than one (1Mx16 float32 200k rows "add" into 16 distinct rows: 4.0 ms on one thread,
+// 5.6 on two; with the buckets 2 threads, after a pause / A/B medians: 7.7 -> 6.0 ms,
+// and 8.0 -> 6.5 on random rows).  "none" keeps the walk: its row copies ran slower
+// from the buckets (16 distinct rows 5.9 -> 6.8 ms; random rows equal), for a reason
+// not found.  Long rows split the columns instead, which balances perfectly (not tuned
+// by measurement: the workloads have S = 16).
+constexpr int64_t kNdSplitCols = 4096;
+
+struct NdOwners {
+  int shift = 0;
+  int64_t mask = -1;   // nt - 1 for a power-of-two team (no division per row), else -1
+  int64_t nt = 1;
+  int64_t owner(int64_t r) const {
+    return mask >= 0 ? (r >> shift) & mask : (r >> shift) % nt;
   }
-  int shift = 0;  // block of 2^shift rows, >= 4 KiB
-  while ((int64_t(1) << shift) * S * static_cast<int64_t>(sizeof(T)) < 4096) ++shift;
-  auto owns = [=](int64_t r) { return ((r >> shift) % nt) == t; };
-  for (int64_t n = 0; n < N; ++n) {
-    // A reduction reads its target row: the one kRowsAhead updates ahead is prefetched
-    // if this part owns it (1Mx16 float32 200k rows "add", 2 threads, after a pause /
-    // hot: 9.2-9.35 / 7.3-8.0 -> 7.05-7.2 / 6.8-7.0 ms).  Not for "none": its row
-    // copies wait in the store buffer, and the prefetch slowed it (hot 6.0 -> 6.9).
-    if (Red != kRedNone && n + kRowsAhead < N && owns(rows[n + kRowsAhead]))
-      prefetch_row<1>(out + rows[n + kRowsAhead] * S, S);
-    const int64_t r = rows[n];
-    if (!owns(r)) continue;
-    apply_row<T, Red>(out + r * S, upd + n * S, S);
+};
+
+inline NdOwners nd_owners(int64_t S, int64_t itemsize, int64_t nt) {
+  NdOwners w;
+  while (S > 0 && (int64_t(1) << w.shift) * S * itemsize < 4096) ++w.shift;
+  w.nt = nt;
+  w.mask = (nt & (nt - 1)) == 0 ? nt - 1 : -1;
+  return w;
+}
+
+// Owner o's updates: for each part s, order[bucket (s, o)], bucket (s, o) being
+// [start[s * nt + o], start[s * nt + o + 1]) inside part s's range of n.
+template <typename T, int Red>
+void scatter_nd_owner(T* out, const T* upd, const int64_t* rows, const int64_t* order,
+                      const int64_t* start, int64_t S, int64_t o, int64_t nt) {
+  for (int64_t s = 0; s < nt; ++s) {
+    const int64_t b = start[s * nt + o], e = start[s * nt + o + 1];
+    for (int64_t i = b; i < e; ++i) {
+      // A reduction reads its target row: the one kRowsAhead updates ahead is
+      // prefetched (1Mx16 float32 200k rows "add", 2 threads, after a pause / hot:
+      // 9.2-9.35 / 7.3-8.0 -> 7.05-7.2 / 6.8-7.0 ms).  Not for "none": its row copies
+      // wait in the store buffer, and the prefetch slowed it (hot 6.0 -> 6.9).
+      if (Red != kRedNone && i + kRowsAhead < e)
+        prefetch_row<1>(out + rows[order[i + kRowsAhead]] * S, S);
+      const int64_t n = order[i];
+      apply_row<T, Red>(out + rows[n] * S, upd + n * S, S);
+    }
   }
 }
 
+// rows: scratch of 2N int64 (N where nthreads is 1): each tuple's row, then the
+// owners' order of the updates.
 template <typename T, typename I>
 int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_t N, int k,
                    const int64_t* dims, const T* upd, int64_t S, int64_t* rows, int reduction,
                    int nthreads) {
   const int nt = threads_for(out_size + N * (S + k), nthreads);
-  // part t: its range of index tuples into rows, and its range of the copy
+  const bool short_rows = nt > 1 && S > 0 && S < kNdSplitCols;
+  const bool owners = short_rows && reduction != kRedNone;
+  const NdOwners w = nd_owners(S, sizeof(T), nt);
+  int64_t* order = rows + N;
+  std::vector<int64_t> start(owners ? static_cast<size_t>(nt) * nt + 1 : 0);
+  std::vector<int64_t> counts(owners ? static_cast<size_t>(nt) * (nt + 1) : 0);
+  // part t: its range of index tuples into rows (and its owner buckets), and its range
+  // of the copy
   FirstBad bad(nt);
   const int64_t per = (N + nt - 1) / nt;
   parallel_parts(nt, [&](int64_t t) {
-    for (int64_t n = t * per; n < std::min(N, (t + 1) * per); ++n) {
+    const int64_t n0 = std::min(N, t * per), n1 = std::min(N, n0 + per);
+    int64_t* at = owners ? counts.data() + t * (nt + 1) : nullptr;
+    for (int64_t n = n0; n < n1; ++n) {
       int64_t d = 0;
       const int64_t r = nd_row(idx + n * k, k, dims, &d);
       if (r < 0) bad.note(t, n * k + d);
+      else if (owners) ++at[w.owner(r) + 1];
       rows[n] = r;
+    }
+    if (owners && !bad.seen(t)) {
+      at[0] = n0;
+      for (int64_t o = 0; o < nt; ++o) at[o + 1] += at[o];
+      for (int64_t o = 0; o < nt; ++o) start[t * nt + o] = at[o];
+      if (t == nt - 1) start[nt * nt] = N;
+      for (int64_t n = n0; n < n1; ++n) order[at[w.owner(rows[n])]++] = n;
     }
     if (data) copy_part(data, out, out_size, t, nt);
   });
   if (bad.first() != kNoBad) return bad.first();
+  if (S == 0) return -1;
   with_reduction(reduction, [&](auto red) {
+    constexpr int Red = decltype(red)::value;
     parallel_parts(nt, [&](int64_t t) {
-      scatter_nd_apply<T, decltype(red)::value>(out, upd, rows, N, S, t, nt);
+      if (owners) {
+        scatter_nd_owner<T, Red>(out, upd, rows, order, start.data(), S, t, nt);
+        return;
+      }
+      if (short_rows) {  // "none": each owner walks all N and copies its own rows
+        for (int64_t n = 0; n < N; ++n)
+          if (w.owner(rows[n]) == t) apply_row<T, Red>(out + rows[n] * S, upd + n * S, S);
+        return;
+      }
+      const int64_t len = (S + nt - 1) / nt;  // one thread, or long rows: split columns
+      const int64_t c0 = std::min(S, t * len), c1 = std::min(S, c0 + len);
+      for (int64_t n = 0; n < N && c0 < c1; ++n)
+        apply_row<T, Red>(out + rows[n] * S + c0, upd + n * S + c0, c1 - c0);
     });
   });
   return -1;
