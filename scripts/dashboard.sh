@@ -49,6 +49,10 @@ for path in glob.glob(os.path.join("results", machine, short + "-existing-*.json
     data["env_name"] = "fastops"
     data["python"] = "python"
     target = os.path.join("results", machine, short + "-fastops.json")
+    if os.path.exists(target):   # an earlier record of this commit (another -b): keep it
+        kept = json.load(open(target))
+        for key in ("results", "durations"):
+            data[key] = {**kept.get(key, {}), **data.get(key, {})}
     json.dump(data, open(target, "w"), separators=(",", ":"))
     os.remove(path)
     print("kept", target)
