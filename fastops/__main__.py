@@ -34,15 +34,11 @@ def info():
 def simd_summary():
     """Which build of each CPU kernel family this machine imports (fastops/_cpu/avx2,
     fastops/_cpu/avx512)."""
-    import importlib
     import os
-    import pkgutil
 
     from fastops import _dispatch
     names = {"avx512": "x86-64-v4 (AVX-512)", "avx2": "x86-64-v3 (AVX2, FMA)"}
-    built = sorted({m.name for _, subdir, _ in _dispatch.SIMD_BUILDS
-                    for m in pkgutil.iter_modules(
-                        importlib.import_module("fastops._cpu." + subdir).__path__)})
+    built = sorted({f for fams in _dispatch.simd_families().values() for f in fams})
     if not built:
         return "baseline build for every family (this install has no SIMD builds)"
     used = {}

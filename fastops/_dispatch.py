@@ -209,19 +209,32 @@ def simd_target():
     return "baseline"
 
 
-@functools.lru_cache(maxsize=None)
-def cpu_module(family):
-    """The CPU kernel module of ``family`` for this machine: the newest SIMD build of it
-    (fastops._cpu.avx512.<family>, fastops._cpu.avx2.<family>) that setup.py made (only
-    the families that pay are built) and simd_target() allows, else
-    fastops._cpu.<family>.  Every build gives the same bits."""
-    allowed = _SIMD_ORDER.index(simd_target())
-    for target, subdir, _ in SIMD_BUILDS:
-        if _SIMD_ORDER.index(target) <= allowed:
+def module_for(target, family):
+    """The CPU kernel module of ``family`` under ``target`` ("baseline", "x86-64-v3",
+    "x86-64-v4"): the newest SIMD build of it at or below the target that setup.py made
+    (fastops._cpu.avx512.<family>, fastops._cpu.avx2.<family>; only the families that
+    pay are built), else fastops._cpu.<family>.  Every build gives the same bits."""
+    allowed = _SIMD_ORDER.index(target)
+    for t, subdir, _ in SIMD_BUILDS:
+        if _SIMD_ORDER.index(t) <= allowed:
             name = f"fastops._cpu.{subdir}.{family}"
             if importlib.util.find_spec(name) is not None:
                 return name
     return "fastops._cpu." + family
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_module(family):
+    """The CPU kernel module of ``family`` for this machine (module_for simd_target())."""
+    return module_for(simd_target(), family)
+
+
+def simd_families():
+    """{subpackage of fastops._cpu: the families setup.py built there} per SIMD build."""
+    import pkgutil
+    return {subdir: sorted(m.name for m in pkgutil.iter_modules(
+                importlib.import_module("fastops._cpu." + subdir).__path__))
+            for _, subdir, _ in SIMD_BUILDS}
 
 
 _KERNEL_MODULES = {}        # (backend name, family) -> kernel module

@@ -12,8 +12,6 @@ timed under a target only where this CPU runs it.
 """
 import argparse
 import importlib
-import importlib.util
-import pkgutil
 import statistics
 import time
 
@@ -32,33 +30,22 @@ ap.add_argument("bench_families", nargs="*",
 args = ap.parse_args()
 fastops.set_num_threads(args.threads)
 
-SUBDIR = {target: subdir for target, subdir, _ in _dispatch.SIMD_BUILDS}
 RUNS = {target: getattr(_runtime, test)() for target, _, test in _dispatch.SIMD_BUILDS}
 targets = [t for t in args.targets.split(",") if t == "baseline" or RUNS[t]]
-families = sorted({m.name for subdir in SUBDIR.values()
-                   for m in pkgutil.iter_modules(importlib.import_module(
-                       "fastops._cpu." + subdir).__path__)})
-
-
-def module(target, family):
-    """What cpu_module would import under FASTOPS_SIMD=target."""
-    order = [t for t, _, _ in _dispatch.SIMD_BUILDS]         # newest first
-    for t in order[order.index(target):] if target != "baseline" else ():
-        name = f"fastops._cpu.{SUBDIR[t]}.{family}"
-        if importlib.util.find_spec(name) is not None:
-            return name
-    return "fastops._cpu." + family
+families = sorted({f for fams in _dispatch.simd_families().values() for f in fams})
 
 
 def use(target):
     for fam in families:
-        _dispatch._KERNEL_MODULES["cpu", fam] = importlib.import_module(module(target, fam))
+        _dispatch._KERNEL_MODULES["cpu", fam] = importlib.import_module(
+            _dispatch.module_for(target, fam))
     _dispatch._KERNELS.clear()
     _dispatch._FAST.clear()         # (the compiled fast paths of small calls follow too)
 
 
 for t in targets:
-    print(f"{t}: " + ", ".join(f"{f}={module(t, f).rsplit('.', 2)[1]}" for f in families))
+    print(f"{t}: " + ", ".join(f"{f}={_dispatch.module_for(t, f).rsplit('.', 2)[1]}"
+                               for f in families))
 print(f"{args.threads} thread(s), median of {args.repeat} (ms)")
 print(f"{'workload':72s} " + " ".join(f"{t:>10s}" for t in targets) + "  ratio")
 for bench_family in args.bench_families:

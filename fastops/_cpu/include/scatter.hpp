@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <type_traits>
 #include <vector>
 
