@@ -359,51 +359,79 @@ def test_float32_float64_close_to_reference(xp, dtype):
 
 
 # ------------------------------------------------------------- GEMM back ends, threads
-def test_builtin_gemm_matches_blas():
-    from fastops._cpu import deform_conv as k
-    arrs, kw = _case(16, 2, 9, 10, 11, 13, 3, 3, dtype=np.float32)
-    before = k.set_gemm("blas")
-    try:
-        a = _fast(arrs, kw)
-        k.set_gemm("builtin")
-        assert k.gemm_backend() == "builtin"
-        b = _fast(arrs, kw)
-    finally:
-        k.set_gemm(before)
-    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-    a64 = {n: (None if v is None else v.astype(np.float64)) for n, v in arrs.items()}
-    k.set_gemm("builtin")
-    try:
-        np.testing.assert_allclose(_fast(a64, kw), _ref(a64, kw), rtol=1e-12, atol=1e-12)
-    finally:
-        k.set_gemm(before)
+GEMMS = ("builtin", "blas", "avx512")
+
+
+def _kernel():
+    """The deform_conv module this machine dispatches to: each build (baseline, x86-64-v3,
+    x86-64-v4) keeps its own GEMM choice, so set_gemm must reach this one."""
+    from fastops import _dispatch
+    return _dispatch.kernel_module("cpu", "deform_conv")
+
+
+class _Gemm:
+    """with _Gemm(which, dtype): the dispatched kernel uses GEMM `which` for dtype, or the
+    test skips where this build or machine has no such GEMM."""
+
+    def __init__(self, which, dtype):
+        self.which, self.dtype, self.k = which, dtype, _kernel()
+
+    def __enter__(self):
+        self.before = self.k.set_gemm(self.which)
+        if self.k.gemm_backend(self.dtype).split(":")[0] != self.which:
+            self.k.set_gemm(self.before)
+            pytest.skip(f"no {self.which} GEMM for {np.dtype(self.dtype).name} here")
+        return self.k
+
+    def __exit__(self, *exc):
+        self.k.set_gemm(self.before)
+
+
+@pytest.mark.parametrize("which", GEMMS)
+def test_every_gemm_gives_the_reference(which):
+    """The op through each GEMM against the float64 definition: K * Cg past the AVX-512
+    GEMM's pass length (384) and output channels past its 32-row strips (2 passes, a
+    partial strip), and a grouped case whose 10 channels per group take 16-row strips."""
+    cases = [_case(16, 2, 48, 9, 10, 40, 3, 3, dtype=np.float32),
+             _case(19, 1, 48, 9, 11, 40, 3, 3, groups=4, dg=2, dtype=np.float32)]
+    with _Gemm(which, np.float32):
+        for arrs, kw in cases:
+            np.testing.assert_allclose(_fast(arrs, kw), _ref(arrs, kw), rtol=2e-5, atol=2e-4)
+
+
+def test_builtin_gemm_float64_exact_to_rounding():
+    arrs, kw = _case(16, 2, 9, 10, 11, 13, 3, 3, dtype=np.float64)
+    with _Gemm("builtin", np.float64):
+        np.testing.assert_allclose(_fast(arrs, kw), _ref(arrs, kw), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("blas", [False, True])
-def test_gemm_paths_odd_sizes(dtype, blas):
+@pytest.mark.parametrize("which", GEMMS)
+def test_gemm_paths_odd_sizes(dtype, which):
     """The kernel's GEMM entry (c[:, :n] = a . b^T) on sizes that exercise every block
-    edge of the builtin GEMM; columns past n are never written."""
-    from fastops._cpu import deform_conv as k
+    edge: the builtin GEMM's 4 x 8 blocks, the AVX-512 one's 14-row blocks (a last block
+    copied, so rows of b past n are never read), 16- and 32-row strips and 384-long
+    passes of k; columns past n are never written."""
     rng = _rng(26)
-    for m, n, kk in [(1, 1, 1), (3, 5, 7), (4, 8, 0), (5, 9, 13), (9, 17, 33), (13, 3, 1)]:
-        a = rng.standard_normal((m, kk)).astype(dtype)
-        b = rng.standard_normal((n, kk)).astype(dtype)
-        c = np.full((m, n + 2), np.nan, dtype)
-        k._gemm_nt(a, b, c, blas)
-        want = a.astype(np.float64) @ b.astype(np.float64).T
-        tol = 1e-5 if dtype == np.float32 else 1e-13
-        np.testing.assert_allclose(c[:, :n], want, rtol=tol, atol=tol)
-        assert np.isnan(c[:, n:]).all()
+    with _Gemm(which, dtype) as k:
+        for m, n, kk in [(1, 1, 1), (3, 5, 7), (4, 8, 0), (5, 9, 13), (9, 17, 33),
+                         (13, 3, 1), (16, 14, 384), (17, 15, 385), (33, 29, 800),
+                         (40, 28, 769), (1, 100, 2)]:
+            a = rng.standard_normal((m, kk)).astype(dtype)
+            b = rng.standard_normal((n, kk)).astype(dtype)
+            c = np.full((m, n + 2), np.nan, dtype)
+            k._gemm_nt(a, b, c, which)
+            want = a.astype(np.float64) @ b.astype(np.float64).T
+            scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64).T
+            tol = 1e-6 if dtype == np.float32 else 1e-15
+            assert (np.abs(c[:, :n] - want) <= tol * (scale + 1)).all(), (m, n, kk)
+            assert np.isnan(c[:, n:]).all()
 
 
 def test_blas_thread_count_restored():
     threadpoolctl = peer("threadpoolctl")
-    from fastops._cpu import deform_conv as k
-    if not k.gemm_backend().startswith("blas"):
-        pytest.skip("no BLAS found: the builtin GEMM is in use")
     arrs, kw = _case(17, 1, 4, 6, 6, 2, 3, 3, dtype=np.float32)
-    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+    with _Gemm("blas", np.float32), threadpoolctl.threadpool_limits(2, user_api="blas"):
         _fast(arrs, kw)
         info = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
         assert all(i["num_threads"] == 2 for i in info)

@@ -23,6 +23,12 @@ BUILT = {subdir: sorted(m.name for m in pkgutil.iter_modules(
              importlib.import_module("fastops._cpu." + subdir).__path__))
          for _, subdir, _ in _dispatch.SIMD_BUILDS}
 RUNS = {target: getattr(_runtime, test)() for target, _, test in _dispatch.SIMD_BUILDS}
+# Results a build may change within a tolerance, not bits: the x86-64-v4 deform_conv's
+# float32 GEMM is its own AVX-512 one (include/deform_conv.hpp gemm_nt_zmm), the other
+# builds' NumPy's BLAS; a GEMM promises a tolerance (no two BLAS builds agree either).
+# The sampling and the float64 results stay bit-identical.
+TOLERANT = {"x86-64-v4": ("deform_conv2d|", "deform_conv2d float32|",
+                          "modulated_deform_conv2d float32|")}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -171,6 +177,9 @@ def test_simd_builds_give_the_baseline_bits(tmp_path, baseline_run, target, subd
     for key in base:
         a, b = base[key], fast[key]
         assert a.dtype == b.dtype and a.shape == b.shape, key
+        if key.startswith(TOLERANT.get(target, ())):
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-4, err_msg=key)
+            continue
         assert a.tobytes() == b.tobytes(), f"{key}: the {target} build changed the result"
 
 

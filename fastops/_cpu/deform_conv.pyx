@@ -1,6 +1,8 @@
 # Typed entry points for the deformable-convolution kernel in include/deform_conv.hpp
 # (also fastops.onnx's plain Conv: offset None) and the depthwise one in include/conv.hpp,
-# plus the one piece of run-time set-up the first needs: a single-threaded CBLAS GEMM.
+# plus the one piece of run-time set-up the first needs: a single-threaded CBLAS GEMM
+# (float64 everywhere, float32 where the build has no AVX-512 GEMM: the x86-64-v4 build
+# runs include/deform_conv.hpp's gemm_nt_zmm, twice OpenBLAS's Haswell kernel there).
 # Inputs are validated and shaped by fastops.conv and fastops.onnx._nn; the kernel calls
 # release the GIL.
 #
@@ -50,11 +52,14 @@ cdef extern from "deform_conv.hpp" namespace "fastops" nogil:
         int64_t swH, int64_t swW, const T* bias, int64_t sb, int64_t stride_h,
         int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dil_h, int64_t dil_w,
         int64_t groups, int64_t dgroups, T* out, int64_t OH, int64_t OW, const DcnGemm& gemm,
-        cbool use_blas, int nthreads) except +   # std::bad_alloc (scratch) -> MemoryError
+        int gemm_kind, int nthreads) except +   # std::bad_alloc (scratch) -> MemoryError
     void c_gemm_nt "fastops::dcn_gemm_nt"[T](
-        const DcnGemm& g, cbool blas, int64_t M, int64_t N, int64_t K, const T* A,
-        int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc, T* pack) except +
-    int64_t kGemmNR "fastops::kGemmNR"
+        const DcnGemm& g, int kind, int64_t M, int64_t N, int64_t K, const T* A,
+        int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc, T* scratch,
+        const T* zpacked) except +
+    int c_gemm_resolve "fastops::dcn_gemm_resolve"[T](
+        const DcnGemm& g, int kind, int64_t M, int64_t N, int64_t K, int64_t ld)
+    cbool kDcnZmmGemm "fastops::kDcnZmmGemm"
 
 cdef extern from "conv.hpp" namespace "fastops" nogil:
     void c_depthwise_conv2d "fastops::depthwise_conv2d"[T](
@@ -83,8 +88,11 @@ PACKED_GEMM = kPackedGemm
 
 
 cdef DcnGemm _gemm
-cdef bint _use_blas = False
-_blas_info = None           # (library path, get_threads, set_threads) of the BLAS in use
+_blas_info = None           # (library path, get_threads, set_threads) of the BLAS found
+# the GEMM asked for, by name; the kernel resolves it per call (include/deform_conv.hpp
+# dcn_gemm_resolve): "avx512" is float32 only (float64 then takes the BLAS)
+_KINDS = {"builtin": 0, "blas": 1, "avx512": 2}
+_choice = "builtin"
 _guard_lock = threading.Lock()
 _guard_depth = 0
 _guard_saved = 1
@@ -126,7 +134,7 @@ def _selftest():
         a = rng.standard_normal((5, 300)).astype(dt)
         b = rng.standard_normal((7, 300)).astype(dt)
         c = np.full((5, 9), np.nan, dt)
-        _gemm_nt(a, b, c, True)
+        _gemm_nt(a, b, c, "blas")
         want = a.astype(np.float64) @ b.astype(np.float64).T
         if not np.allclose(c[:, :7], want, rtol=1e-4, atol=1e-3) or \
                 not np.isnan(c[:, 7:]).all():
@@ -135,7 +143,7 @@ def _selftest():
 
 
 def _find_blas():
-    global _use_blas, _blas_info
+    global _blas_info
     for path in _candidate_libraries():
         try:
             lib = ctypes.CDLL(path)
@@ -154,7 +162,6 @@ def _find_blas():
             _gemm.sgemm = s
             _gemm.dgemm = d
             _gemm.ilp64 = ilp64
-            _use_blas = True
             _blas_info = (path, getter, setter)
             try:
                 ok = _selftest()
@@ -162,30 +169,32 @@ def _find_blas():
                 ok = False
             if ok:
                 return
-            _use_blas = False
             _blas_info = None
     _gemm.sgemm = 0
     _gemm.dgemm = 0
-    _use_blas = False
     _blas_info = None
 
 
-def gemm_backend():
-    """"blas:<library path>" or "builtin": the GEMM the kernel uses now."""
-    return f"blas:{_blas_info[0]}" if _use_blas else "builtin"
+def gemm_backend(dtype=np.float32):
+    """The GEMM a call in dtype (float32 or float64) runs now: "avx512",
+    "blas:<library path>" or "builtin"."""
+    cdef int kind
+    if np.dtype(dtype) == np.float32:
+        kind = c_gemm_resolve[float](_gemm, _KINDS[_choice], 1, 1, 1, 1)
+    else:
+        kind = c_gemm_resolve[double](_gemm, _KINDS[_choice], 1, 1, 1, 1)
+    return {0: "builtin", 1: f"blas:{_blas_info[0] if _blas_info else ''}", 2: "avx512"}[kind]
 
 
 def set_gemm(str which):
-    """Choose the GEMM ("blas" or "builtin"; for tests and benchmarks); returns the
-    previous choice.  "blas" without a usable library stays "builtin"."""
-    global _use_blas
-    before = "blas" if _use_blas else "builtin"
-    if which == "builtin":
-        _use_blas = False
-    elif which == "blas":
-        _use_blas = _blas_info is not None
-    else:
-        raise ValueError(f"set_gemm: which={which!r} is not 'blas' or 'builtin'")
+    """Choose the GEMM ("avx512", "blas" or "builtin"; for tests and benchmarks); returns
+    the previous choice.  "avx512" where this build has none is "blas"; "blas" without a
+    usable library is "builtin"."""
+    global _choice
+    if which not in _KINDS:
+        raise ValueError(f"set_gemm: which={which!r} is not 'avx512', 'blas' or 'builtin'")
+    before = _choice
+    _choice = which
     return before
 
 
@@ -217,15 +226,22 @@ class _OneBlasThread:
 
 
 def _gemm_nt(const floating[:, ::1] a, const floating[:, ::1] b, floating[:, ::1] c,
-             bint blas):
-    """c[:, :b.shape[0]] = a . b^T through the kernel's GEMM path (tests, self-test)."""
-    cdef bint use = blas and _use_blas
-    cdef floating[::1] pack = np.empty(max(1, a.shape[1] * kGemmNR),
-                                       np.float32 if floating is float else np.float64)
+             str which):
+    """c[:, :b.shape[0]] = a . b^T through the kernel's GEMM entry with the GEMM `which`
+    resolves to (tests, self-test)."""
+    cdef int64_t M = a.shape[0], N = b.shape[0], K = a.shape[1]
+    cdef int64_t ld = max(K, c.shape[1])
+    cdef int kind
+    cdef floating* scratch = NULL         # the kernel's entry allocates both
+    cdef const floating* zpacked = NULL
+    if floating is float:
+        kind = c_gemm_resolve[float](_gemm, _KINDS[which], M, N, K, ld)
+    else:
+        kind = c_gemm_resolve[double](_gemm, _KINDS[which], M, N, K, ld)
     with _OneBlasThread():
         with nogil:
-            c_gemm_nt(_gemm, use, a.shape[0], b.shape[0], a.shape[1], &a[0, 0], a.shape[1],
-                      &b[0, 0], b.shape[1], &c[0, 0], c.shape[1], &pack[0])
+            c_gemm_nt(_gemm, kind, M, N, K, &a[0, 0], K, &b[0, 0], b.shape[1], &c[0, 0],
+                      c.shape[1], scratch, zpacked)
 
 
 cdef inline int64_t _s(Py_ssize_t stride, Py_ssize_t item) noexcept nogil:
@@ -262,6 +278,7 @@ def deform_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] offse
     if bias is not None:
         bp = &bias[0]
         sb = _s(bias.strides[0], isz)
+    cdef int kind = _KINDS[_choice]
     with _OneBlasThread():
         with nogil:
             c_deform_conv2d(
@@ -273,7 +290,7 @@ def deform_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] offse
                 _s(weight.strides[0], isz), _s(weight.strides[1], isz),
                 _s(weight.strides[2], isz), _s(weight.strides[3], isz),
                 bp, sb, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, deform_groups,
-                &out[0, 0, 0, 0], out.shape[2], out.shape[3], _gemm, _use_blas, nthreads)
+                &out[0, 0, 0, 0], out.shape[2], out.shape[3], _gemm, kind, nthreads)
 
 
 def depthwise_conv2d(const floating[:, :, :, :] x, const floating[:, :, :, :] weight,
@@ -385,3 +402,4 @@ def gemm_packed(const float[::1] packed, int64_t M, const float[:, :, :] b,
 
 
 _find_blas()
+_choice = "avx512" if kDcnZmmGemm else "blas" if _blas_info else "builtin"

@@ -32,11 +32,12 @@
 // columns (one scalar 4-corner gather per channel, tap and pixel) for 64 channels of
 // 64x64, and 74-80 vs 221-226 ms for 256 channels of 100x136 (noisy shared 2-core VM).
 //
-// GEMM: a CBLAS sgemm/dgemm found at run time (NumPy's bundled OpenBLAS, see
-// deform_conv.pyx), called single-threaded from each parallel_for thread; without one, a
-// portable packed GEMM (gemm_nt_builtin).  With the tiles below the whole
-// op costs about the GEMM plus 10-15%: 1x256x100x136, 256 -> 256, 3x3, 1 thread: GEMM
-// alone ~236-290 ms, sampling and transposition ~35 ms of CPU time.
+// GEMM, single-threaded inside each parallel_for thread: in float32 in the x86-64-v4
+// build, fastops' own AVX-512 GEMM (gemm_nt_zmm); else a CBLAS sgemm/dgemm found at run
+// time (NumPy's bundled OpenBLAS, see deform_conv.pyx); without one, a portable GEMM
+// (gemm_nt_builtin).  The GEMM is most of the op: 1x256x100x136, 256 -> 256, 3x3, one
+// thread on the AVX-512 EPYC: 160 ms with OpenBLAS (its GEMM alone 144), 87 with the
+// AVX-512 GEMM.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -136,6 +137,137 @@ void gemm_nt_builtin(int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, c
   }
 }
 
+// C[m][n] = sum_k A[m][k] * B[n][k] in float32 with AVX-512 (the x86-64-v4 build only:
+// kDcnZmmGemm), the deformable convolution's GEMM there: wr[g] . col^T per tile.  Why
+// not the BLAS: NumPy's bundled OpenBLAS (0.3.x) runs its Haswell (AVX2) sgemm on Zen 5
+// and other AVX-512 CPUs: 111 GFLOP/s on one core of the AVX-512 EPYC, where this
+// kernel runs 220-230 (the core's 512-bit FMA peak is 240, its 256-bit one 120;
+// 256 x 224 x 2304 tiles, 1x256x100x136 -> 256 3x3).
+//
+// The C^T form: the register block is kZmmMR rows of B (output pixels: the column tile
+// as it is filled, rows contiguous in k, read by broadcasts, never packed) times a strip
+// of SW rows of A (output channels, SW = 16 or 32, one or two 512-bit vectors) packed
+// k-major once per call by zmm_pack.  k runs in passes of kZmmKC (the pass's strip slice,
+// 48 KiB, stays in L1 across the pixel blocks; the tile's kZmmKC columns in L2); the
+// partial sums of earlier passes wait in scratch, and the last pass writes its block
+// transposed into C.  Each element is the same sequence whatever its block or tile:
+// FMAs in ascending k within a pass, then the earlier passes' sum + this pass's, so the
+// results do not depend on the tiling or the thread count.  Measured in a standalone
+// loop (one thread, 256 x 224 x 2304, GFLOP/s): MR 12 / 14 with KC 256: 207 / 222; MR
+// 14 with KC 128 / 384 / 768 / all of K: 199 / 227 / 228 / 230.
+constexpr int64_t kZmmMR = 14;   // 28 accumulators of the 32 zmm registers
+constexpr int64_t kZmmKC = 384;
+#if defined(__AVX512F__)
+constexpr bool kDcnZmmGemm = true;
+#else
+constexpr bool kDcnZmmGemm = false;
+#endif
+
+inline int64_t zmm_strip(int64_t M) { return M <= 16 ? 16 : 32; }
+inline int64_t zmm_round(int64_t n, int64_t step) { return size_mul((n + step - 1) / step, step); }
+// floats of zmm_pack's output for an (M, K) A, and of gemm_nt_zmm's scratch for N rows
+inline int64_t zmm_packed_size(int64_t M, int64_t K) {
+  return size_mul(zmm_round(M, zmm_strip(M)), K);
+}
+inline int64_t zmm_scratch_size(int64_t M, int64_t N) {
+  return size_add(size_mul(zmm_round(N, kZmmMR), zmm_round(M, zmm_strip(M))),
+                  kZmmMR * kZmmKC);
+}
+
+// A (M, K), rows lda apart -> strips of SW rows, k-major: A[m][k] at
+// (m / SW * K + k) * SW + m % SW; rows past M are 0.
+inline void zmm_pack(const float* A, int64_t M, int64_t K, int64_t lda, float* packed) {
+  const int64_t SW = zmm_strip(M);
+  for (int64_t m0 = 0; m0 < M; m0 += SW) {
+    float* dst = packed + m0 * K;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < SW; ++j) dst[k * SW + j] = m0 + j < M ? A[(m0 + j) * lda + k] : 0.f;
+  }
+}
+
+#if defined(__AVX512F__)
+// One block: rows a[r * lda + k] (r < kZmmMR) times the strip slice w[k * 16 * NV + ...]
+// over kc values of k.  ct: this block's partial sums (kZmmMR x 16 * NV), read unless
+// first, written unless last; on the last pass rows < nb and columns < mb go to
+// c[col * ldc + row] (C transposed: the strip's rows are C's rows).
+template <int NV>
+__attribute__((noinline)) void zmm_block(const float* a, int64_t lda, const float* w,
+                                         int64_t kc, float* ct, bool first, bool last,
+                                         float* c, int64_t ldc, int64_t nb, int64_t mb) {
+  constexpr int64_t SW = 16 * NV;
+  // fully unrolled, so GCC keeps the accumulators in registers (checked: no stack traffic
+  // in the k loop)
+  __m512 acc[kZmmMR][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < kZmmMR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    __m512 wv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(w + k * SW + 16 * v);
+#pragma GCC unroll 16
+    for (int r = 0; r < kZmmMR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + k]);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, wv[v], acc[r][v]);
+    }
+  }
+  if (!first) {
+#pragma GCC unroll 16
+    for (int r = 0; r < kZmmMR; ++r)
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v)
+        acc[r][v] = _mm512_add_ps(_mm512_loadu_ps(ct + r * SW + 16 * v), acc[r][v]);
+  }
+  float* dst = ct;
+  alignas(64) float sums[kZmmMR * SW];
+  if (last) dst = sums;
+#pragma GCC unroll 16
+  for (int r = 0; r < kZmmMR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(dst + r * SW + 16 * v, acc[r][v]);
+  if (!last) return;
+  for (int64_t m = 0; m < mb; ++m) {
+    float* cm = c + m * ldc;
+    for (int64_t r = 0; r < nb; ++r) cm[r] = sums[r * SW + m];
+  }
+}
+
+// C (M x N, rows ldc apart) = A . B^T with A packed by zmm_pack (M, K), B (N, K) rows
+// ldb apart, K >= 1; scratch: zmm_scratch_size(M, N) floats.  Rows of B past N are never
+// read: a last block of fewer than kZmmMR rows is copied, zero-padded, into scratch.
+inline void gemm_nt_zmm(const float* packed, int64_t M, int64_t K, const float* B,
+                        int64_t N, int64_t ldb, float* C, int64_t ldc, float* scratch) {
+  const int64_t SW = zmm_strip(M);
+  const int64_t Np = zmm_round(N, kZmmMR), Mp = zmm_round(M, SW);
+  float* tail = scratch + Np * Mp;  // kZmmMR x kZmmKC
+  const int64_t nfull = N / kZmmMR * kZmmMR;  // rows in full blocks
+  for (int64_t k0 = 0; k0 < K; k0 += kZmmKC) {
+    const int64_t kc = std::min(kZmmKC, K - k0);
+    const bool first = k0 == 0, last = k0 + kc >= K;
+    for (int64_t r = 0; nfull < N && r < kZmmMR; ++r)
+      for (int64_t k = 0; k < kc; ++k)
+        tail[r * kc + k] = nfull + r < N ? B[(nfull + r) * ldb + k0 + k] : 0.f;
+    // strips outer: the strip's slice (kc x SW) stays in L1 across the row blocks
+    for (int64_t m = 0; m < M; m += SW) {
+      const float* w = packed + (m * K + k0 * SW);
+      const int64_t mb = std::min(SW, M - m);
+      for (int64_t n = 0; n < N; n += kZmmMR) {
+        const bool full = n < nfull;
+        const float* a = full ? B + n * ldb + k0 : tail;
+        const int64_t lda = full ? ldb : kc, nb = full ? kZmmMR : N - n;
+        float* ct = scratch + (m / SW * Np + n) * SW;
+        if (SW == 16)
+          zmm_block<1>(a, lda, w, kc, ct, first, last, C + m * ldc + n, ldc, nb, mb);
+        else
+          zmm_block<2>(a, lda, w, kc, ct, first, last, C + m * ldc + n, ldc, nb, mb);
+      }
+    }
+  }
+}
+#endif
+
 // Can the BLAS take these sizes?  (32-bit interfaces cannot address past 2**31 - 1.)
 inline bool dcn_blas_fits(const DcnGemm& g, int64_t a, int64_t b, int64_t c, int64_t d) {
   if (g.ilp64) return true;
@@ -143,32 +275,77 @@ inline bool dcn_blas_fits(const DcnGemm& g, int64_t a, int64_t b, int64_t c, int
   return a <= lim && b <= lim && c <= lim && d <= lim;
 }
 
-// C = A . B^T (beta 0) with the BLAS when `blas` is set, else the builtin GEMM (which
-// needs `pack`: K * kGemmNR elements of scratch).
+// The GEMM a call asks for (deform_conv.pyx set_gemm) and the one it gets: the AVX-512
+// GEMM only in float32 in the x86-64-v4 build, else the BLAS where one was found and can
+// address the operands, else the builtin one.
+enum DcnGemmKind : int { kDcnBuiltin = 0, kDcnBlas = 1, kDcnZmm = 2 };
+
 template <typename T>
-inline void dcn_gemm_nt(const DcnGemm& g, bool blas, int64_t M, int64_t N, int64_t K,
+inline int dcn_gemm_resolve(const DcnGemm& g, int kind, int64_t M, int64_t N, int64_t K,
+                            int64_t ld) {
+  if (kind == kDcnZmm && kDcnZmmGemm && std::is_same<T, float>::value) return kDcnZmm;
+  if (kind != kDcnBuiltin && (std::is_same<T, float>::value ? g.sgemm : g.dgemm) &&
+      dcn_blas_fits(g, M, N, K, ld))
+    return kDcnBlas;
+  return kDcnBuiltin;
+}
+
+template <typename T>
+inline void dcn_blas_gemm_nt(const DcnGemm& g, int64_t M, int64_t N, int64_t K, const T* A,
+                             int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc) {
+  const std::uintptr_t p = std::is_same<T, float>::value ? g.sgemm : g.dgemm;
+  if (g.ilp64) {
+    auto fn = reinterpret_cast<cblas_gemm_fn<T, int64_t>>(p);
+    fn(kCblasRowMajor, kCblasNoTrans, kCblasTrans, M, N, K, T(1), A, lda, B, ldb, T(0), C,
+       ldc);
+  } else {
+    auto fn = reinterpret_cast<cblas_gemm_fn<T, int32_t>>(p);
+    fn(kCblasRowMajor, kCblasNoTrans, kCblasTrans, static_cast<int32_t>(M),
+       static_cast<int32_t>(N), static_cast<int32_t>(K), T(1), A, static_cast<int32_t>(lda),
+       B, static_cast<int32_t>(ldb), T(0), C, static_cast<int32_t>(ldc));
+  }
+}
+
+// C = A . B^T (beta 0) with `kind`, a dcn_gemm_resolve result.  scratch: the builtin
+// GEMM's B panel (K * kGemmNR) or the AVX-512 one's (zmm_scratch_size(M, N)); zpacked: A
+// as zmm_pack gives it (the AVX-512 GEMM only).  Null for either: allocated here (the
+// tests' and the self-test's entry; the kernel below passes both, packed once per call).
+template <typename T>
+inline void dcn_gemm_nt(const DcnGemm& g, int kind, int64_t M, int64_t N, int64_t K,
                         const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc,
-                        T* pack) {
+                        T* scratch, const T* zpacked) {
   if (K == 0) {  // no input channels: the product is 0 (do not ask BLAS about k = 0)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) C[m * ldc + n] = T(0);
     return;
   }
-  if (blas) {
-    const std::uintptr_t p = std::is_same<T, float>::value ? g.sgemm : g.dgemm;
-    if (g.ilp64) {
-      auto fn = reinterpret_cast<cblas_gemm_fn<T, int64_t>>(p);
-      fn(kCblasRowMajor, kCblasNoTrans, kCblasTrans, M, N, K, T(1), A, lda, B, ldb, T(0), C,
-         ldc);
-    } else {
-      auto fn = reinterpret_cast<cblas_gemm_fn<T, int32_t>>(p);
-      fn(kCblasRowMajor, kCblasNoTrans, kCblasTrans, static_cast<int32_t>(M),
-         static_cast<int32_t>(N), static_cast<int32_t>(K), T(1), A, static_cast<int32_t>(lda),
-         B, static_cast<int32_t>(ldb), T(0), C, static_cast<int32_t>(ldc));
-    }
+  std::vector<T> own_scratch, own_packed;
+  if (kind == kDcnBlas) {
+    dcn_blas_gemm_nt(g, M, N, K, A, lda, B, ldb, C, ldc);
     return;
   }
-  gemm_nt_builtin(M, N, K, A, lda, B, ldb, C, ldc, pack);
+#if defined(__AVX512F__)
+  if constexpr (std::is_same<T, float>::value) {
+    if (kind == kDcnZmm) {
+      if (!zpacked) {
+        own_packed.resize(static_cast<size_t>(zmm_packed_size(M, K)));
+        zmm_pack(A, M, K, lda, own_packed.data());
+        zpacked = own_packed.data();
+      }
+      if (!scratch) {
+        own_scratch.resize(static_cast<size_t>(zmm_scratch_size(M, N)));
+        scratch = own_scratch.data();
+      }
+      gemm_nt_zmm(zpacked, M, K, B, N, ldb, C, ldc, scratch);
+      return;
+    }
+  }
+#endif
+  if (!scratch) {
+    own_scratch.resize(static_cast<size_t>(size_mul(K, kGemmNR)));
+    scratch = own_scratch.data();
+  }
+  gemm_nt_builtin(M, N, K, A, lda, B, ldb, C, ldc, scratch);
 }
 
 // ------------------------------------------------------------------ sampling plan
@@ -309,7 +486,7 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
                    const T* bias, int64_t sb, int64_t stride_h, int64_t stride_w,
                    int64_t pad_h, int64_t pad_w, int64_t dil_h, int64_t dil_w, int64_t groups,
                    int64_t dgroups, T* out, int64_t OH, int64_t OW, const DcnGemm& gemm,
-                   bool use_blas, int nthreads) {
+                   int gemm_kind, int nthreads) {
   const int64_t K = KH * KW;
   const int64_t G = groups, DG = dgroups;
   const int64_t Cg = C / G, Mg = M / G, Cd = C / DG;
@@ -318,9 +495,7 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
   const int64_t OHW = OH * OW;
   const int64_t img = size_mul(size_add(HW, 1), C);  // channels-last image + zero pixel
 
-  // the BLAS only where its integer type can address every operand
-  const bool blas = use_blas && (std::is_same<T, float>::value ? gemm.sgemm : gemm.dgemm) &&
-                    dcn_blas_fits(gemm, Mg, OHW, KCg, KCg);
+  const int kind = dcn_gemm_resolve<T>(gemm, gemm_kind, Mg, OHW, KCg, KCg);
 
   // 1. weight reordered to wr[g][m][k * Cg + c]
   std::vector<T> wr(static_cast<size_t>(size_mul(M, KCg)));
@@ -346,8 +521,17 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
   const int64_t plan_n = size_mul(size_mul(DG, K), P);
   ThreadScratch<DcnSample<T>> plans(plan_n, nt, false);
   ThreadScratch<T> cols(size_mul(P, KCg), nt, false);
-  const int64_t pack_n = blas ? 0 : size_mul(KCg, kGemmNR);   // builtin GEMM's B panel
+  // the GEMM's scratch: the builtin one's B panel, the AVX-512 one's partial sums
+  const int64_t pack_n = kind == kDcnBuiltin ? size_mul(KCg, kGemmNR)
+                         : kind == kDcnZmm   ? zmm_scratch_size(Mg, P)
+                                             : 0;
   ThreadScratch<T> packs(pack_n, nt, false);
+  // the AVX-512 GEMM's A: each group's weight rows packed into strips
+  std::vector<T> wz(kind == kDcnZmm ? static_cast<size_t>(size_mul(G, zmm_packed_size(Mg, KCg)))
+                                    : 0);
+  if constexpr (std::is_same<T, float>::value)
+    for (int64_t g = 0; g < G && kind == kDcnZmm; ++g)
+      zmm_pack(wr.data() + g * Mg * KCg, Mg, KCg, KCg, wz.data() + g * zmm_packed_size(Mg, KCg));
 
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t nb = std::min(chunk, N - n0);
@@ -429,8 +613,9 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
             dcn_fill_columns<true>(plan, P, np, K, g * Cg, Cg, Cd, xn, col);
           // 3c. out[n, g*Mg:(g+1)*Mg, p0:p0+np] = wr[g] . col^T, then the bias
           T* o = out + (n * M + g * Mg) * OHW + p0;
-          dcn_gemm_nt<T>(gemm, blas, Mg, np, KCg, wr.data() + g * Mg * KCg, KCg, col, KCg,
-                         o, OHW, pack);
+          dcn_gemm_nt<T>(gemm, kind, Mg, np, KCg, wr.data() + g * Mg * KCg, KCg, col, KCg,
+                         o, OHW, pack, kind == kDcnZmm ? wz.data() + g * zmm_packed_size(Mg, KCg)
+                                                       : nullptr);
           if (bias) {
             for (int64_t m = 0; m < Mg; ++m) {
               const T b = bias[(g * Mg + m) * sb];
