@@ -19,6 +19,10 @@ def info():
     print(f"backends: {fastops.backends()}")
     print(f"OpenMP threads: {fastops.get_num_threads()}")
     print(f"CPU kernels: {simd_summary()}")
+    from fastops import _dispatch
+    k = _dispatch.kernel_module("cpu", "deform_conv")
+    print(f"convolution GEMM: float32 {k.gemm_backend(np.float32)}, "
+          f"float64 {k.gemm_backend(np.float64)}")
     try:
         import cupy
         n = cupy.cuda.runtime.getDeviceCount()

@@ -1,5 +1,6 @@
 """The dispatch layer, DLPack round trips, thread control and the CLI."""
 import os
+import re
 import subprocess
 import sys
 
@@ -81,6 +82,8 @@ def test_backends_and_info_cli():
                          text=True, check=True)
     assert "fastops " + fastops.__version__ in out.stdout
     assert "OpenMP threads" in out.stdout
+    assert re.search(r"convolution GEMM: float32 (avx512|blas:\S+|builtin), "
+                     r"float64 (blas:\S+|builtin)\n", out.stdout), out.stdout
 
 
 def test_output_pool_reuses_blocks_without_aliasing_live_results():
