@@ -111,11 +111,21 @@ inline int64_t clamp_idx(int64_t i, int64_t n) { return i < 0 ? 0 : (i >= n ? n 
 // so they do not prefetch.  The address is computed as an integer: it may lie past the
 // image (a prefetch never faults).
 constexpr uintptr_t kRowPrefetchBytes = 16384;
+// Prefetches each cache line once, kRowPrefetchBytes ahead of the reads it is shown (a
+// pass consumes 36-144 bytes of a float32 3-channel row per vector step when it
+// downscales 3x: one prefetch per step left lines out, and the 512-bit pass ran slower
+// than the 256-bit one until this).
 template <int C>
-RS_INLINE void prefetch_row(const void* p) {
-  if constexpr (C > 1)
-    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + kRowPrefetchBytes));
-}
+struct RowPrefetch {
+  uintptr_t next = 0;
+  RS_INLINE void operator()(const void* p) {
+    if constexpr (C > 1) {
+      const uintptr_t want = reinterpret_cast<uintptr_t>(p) + kRowPrefetchBytes;
+      if (next == 0) next = want & ~uintptr_t(63);
+      for (; next <= want; next += 64) __builtin_prefetch(reinterpret_cast<const void*>(next));
+    }
+  }
+};
 
 // cvRound of a float in int32 range: round half to even (cvtss2si in the default
 // rounding mode, as OpenCV's cvRound; nearbyint is a libm call below SSE4.1).
@@ -508,7 +518,6 @@ inline void hpair_sse2(const uint8_t* S, const FixedTables& t, int64_t lo, int64
     const int32_t* w1b = t.w1b.data();
     int64_t x = lo;
     for (; x + 4 <= hi; x += 4) {
-      prefetch_row<C>(S + o0[x]);
       if constexpr (K == 2) {
         // lanes p0 | p1 << 8 -> int16 pairs (p0, p1)
         const __m128i v = _mm_set_epi32(
@@ -537,9 +546,10 @@ inline void hpair_sse2(const uint8_t* S, const FixedTables& t, int64_t lo, int64
     }
     fixed_hrow_scalar(S, t, C, x, hi, H);
   } else {
+    RowPrefetch<C> pf;
     for (int64_t x = lo; x < hi; ++x) {
       const uint8_t* p = S + o0[x];
-      prefetch_row<C>(p);
+      pf(p);
       __m128i r = pair_madd<C>(p, _mm_loadu_si128(reinterpret_cast<const __m128i*>(wa + 4 * x)));
       if constexpr (K == 4)
         r = _mm_add_epi32(r, pair_madd<C>(p + 2 * C, _mm_loadu_si128(
@@ -589,8 +599,9 @@ __attribute__((target("avx2"))) int64_t hcubic_shuffle_avx2(const uint8_t* S,
                           8, z, 12, z, 9, z, 13, z, 10, z, 14, z, 11, z, 15, z);
   }
   int64_t x = lo;
+  RowPrefetch<C> pf;
   for (; x + 2 <= hi; x += 2) {
-    prefetch_row<C>(S + o0[x]);
+    pf(S + o0[x]);
     __m256i v;
     if constexpr (C == 2) {
       v = _mm256_set_m128i(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(S + o0[x + 1])),
@@ -675,6 +686,7 @@ __attribute__((target("avx2"))) void hpair_avx2(const uint8_t* S, const FixedTab
   const int32_t* wa = t.wa4.data();
   const int32_t* wb = t.wb4.data();
   int64_t x = lo;
+  RowPrefetch<C> pf;
   if constexpr (C == 1) {
     x = hshuffle1_avx2<K>(S, t, lo, hi, H);
     if (x < hi) hpair_sse2<C, K>(S, t, x, hi, H);
@@ -695,7 +707,7 @@ __attribute__((target("avx2"))) void hpair_avx2(const uint8_t* S, const FixedTab
       m = _mm256_setr_epi8(0, z, 4, z, 1, z, 5, z, 2, z, 6, z, 3, z, 7, z,
                            0, z, 4, z, 1, z, 5, z, 2, z, 6, z, 3, z, 7, z);
     for (; x + 2 <= hi; x += 2) {
-      prefetch_row<C>(S + o0[x]);
+      pf(S + o0[x]);
       const __m256i v = _mm256_set_m128i(
           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(S + o0[x + 1])),
           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(S + o0[x])));
@@ -712,7 +724,7 @@ __attribute__((target("avx2"))) void hpair_avx2(const uint8_t* S, const FixedTab
   for (; x + 2 <= hi; x += 2) {
     const uint8_t* p = S + o0[x];
     const uint8_t* q = S + o0[x + 1];
-    prefetch_row<C>(p);
+    pf(p);
     __m256i r = pair2_madd<C>(p, q, wa + 4 * x);
     if constexpr (K == 4) r = _mm256_add_epi32(r, pair2_madd<C>(p + 2 * C, q + 2 * C, wb + 4 * x));
     if constexpr (C == 4) {
@@ -861,6 +873,26 @@ __attribute__((target("avx2"))) inline int64_t vcub_avx2(const int32_t* const* S
 }
 #endif
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// vcub_avx2 with 16 lanes (the x86-64-v4 build): the same float sequence per element;
+// max(q, 0) then an unsigned saturating narrow is packs_epi32 + packus_epi16's clamp.
+inline int64_t vcub_avx512(const int32_t* const* S, const float* bf, int64_t nv, uint8_t* d) {
+  const __m512 b0 = _mm512_set1_ps(bf[0]), b1 = _mm512_set1_ps(bf[1]);
+  const __m512 b2 = _mm512_set1_ps(bf[2]), b3 = _mm512_set1_ps(bf[3]);
+  auto ld = [](const int32_t* p) { return _mm512_cvtepi32_ps(_mm512_loadu_si512(p)); };
+  int64_t j = 0;
+  for (; j + 16 <= nv; j += 16) {
+    __m512 acc = _mm512_mul_ps(ld(S[3] + j), b3);
+    acc = _mm512_add_ps(_mm512_mul_ps(ld(S[2] + j), b2), acc);
+    acc = _mm512_add_ps(_mm512_mul_ps(ld(S[1] + j), b1), acc);
+    acc = _mm512_add_ps(_mm512_mul_ps(ld(S[0] + j), b0), acc);
+    const __m512i q = _mm512_max_epi32(_mm512_cvtps_epi32(acc), _mm512_setzero_si512());
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm512_cvtusepi32_epi8(q));
+  }
+  return j;
+}
+#endif
+
 inline void fixed_vrow_cubic(const int32_t* const* S, const int16_t* b, int64_t n, uint8_t* d,
                              bool avx2) {
   const int64_t nv = (n / 8) * 8;
@@ -868,7 +900,9 @@ inline void fixed_vrow_cubic(const int32_t* const* S, const int16_t* b, int64_t 
   float bf[4];
   for (int k = 0; k < 4; ++k) bf[k] = static_cast<float>(b[k]) * scale;
   int64_t j = 0;
-#ifdef RS_AVX2
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  j = vcub_avx512(S, bf, nv, d);  // (the SSE2 loop below takes a last 8)
+#elif defined(RS_AVX2)
   if (avx2) j = vcub_avx2(S, bf, nv, d);
 #endif
   (void)avx2;
@@ -1138,6 +1172,70 @@ struct Lane256 {
 };
 #endif
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// The x86-64-v4 build: four groups per 512-bit vector (pixels [d + iP, d + (i + 1)P) in
+// 128-bit lane i), the same in-lane shuffles, so each lane's arithmetic is the scalar
+// sequence as in Lane128 / Lane256.
+template <typename T>
+RS_INLINE __m512 load4f_x4(const T* a, const T* b, const T* c, const T* d) {
+  if constexpr (std::is_same<T, float>::value) {
+    const __m512 lo = _mm512_castps256_ps512(load4f_x2<T>(a, b));
+    return _mm512_insertf32x8(lo, load4f_x2<T>(c, d), 1);
+  } else {
+    const __m128i ab = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
+                                          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
+    const __m128i cd = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)),
+                                          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(d)));
+    const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(ab), cd, 1);
+    if constexpr (std::is_same<T, uint16_t>::value)
+      return _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(v));
+    else
+      return _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(v));
+  }
+}
+
+struct Lane512 {
+  using V = __m512;
+  static constexpr int kGroups = 4;
+  template <typename T, int P>
+  static RS_INLINE V window(const T* S, const int64_t* o, int64_t e) {
+    return load4f_x4<T>(S + o[0] + e, S + o[P] + e, S + o[2 * P] + e, S + o[3 * P] + e);
+  }
+  static RS_INLINE V load(const float* p) { return _mm512_loadu_ps(p); }
+  static RS_INLINE V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static RS_INLINE V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static RS_INLINE V lo(V a, V b) { return _mm512_shuffle_ps(a, b, 0x44); }
+  static RS_INLINE V hi(V a, V b) { return _mm512_shuffle_ps(a, b, 0xEE); }
+  static RS_INLINE V unlo(V a, V b) { return _mm512_unpacklo_ps(a, b); }
+  static RS_INLINE V unhi(V a, V b) { return _mm512_unpackhi_ps(a, b); }
+  static RS_INLINE void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static RS_INLINE void store3(float* p, V v) {  // pixel d + i at p + 3i
+    _mm_storeu_ps(p, _mm512_castps512_ps128(v));
+    _mm_storeu_ps(p + 3, _mm512_extractf32x4_ps(v, 1));
+    _mm_storeu_ps(p + 6, _mm512_extractf32x4_ps(v, 2));
+    _mm_storeu_ps(p + 9, _mm512_extractf32x4_ps(v, 3));
+  }
+  static RS_INLINE V set1(float a) { return _mm512_set1_ps(a); }
+  template <typename T>
+  static RS_INLINE void store16(V v, T* d) {  // store4_16 for 16 lanes
+    const V lo = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::min()));
+    const V hi = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::max()));
+    // clamped first, so the saturating narrowing is exact
+    const __m512i q = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), std::is_same<T, uint16_t>::value
+                                                           ? _mm512_cvtusepi32_epi16(q)
+                                                           : _mm512_cvtsepi32_epi16(q));
+  }
+  template <typename T>
+  static RS_INLINE void store3_16(V v, T* d) {  // pixel d + i at d + 3i
+    Lane128::store16<T>(_mm512_castps512_ps128(v), d);
+    Lane128::store16<T>(_mm512_extractf32x4_ps(v, 1), d + 3);
+    Lane128::store16<T>(_mm512_extractf32x4_ps(v, 2), d + 6);
+    Lane128::store16<T>(_mm512_extractf32x4_ps(v, 3), d + 9);
+  }
+};
+#endif
+
 // The K taps of pixels [d, d + kGroups * P) of one source row S (o = first-tap offsets
 // + d), in the lane layout above.
 template <class L, int C, int K, typename T>
@@ -1184,14 +1282,21 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
                     int64_t hi, float* H) {
   constexpr int64_t P = hgroup_px(C), Lp = hlanes(C);
   int64_t d = lo;
+  RowPrefetch<C> pf;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  for (; d + 4 * P <= hi; d += 4 * P) {
+    pf(S + o0[d]);
+    hgroup<Lane512, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
+  }
+#endif
 #if defined(__AVX2__)
   for (; d + 2 * P <= hi; d += 2 * P) {
-    prefetch_row<C>(S + o0[d]);
+    pf(S + o0[d]);
     hgroup<Lane256, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
   }
 #endif
   for (; d + P <= hi; d += P) {
-    prefetch_row<C>(S + o0[d]);
+    pf(S + o0[d]);
     hgroup<Lane128, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
   }
   return d;
@@ -1207,9 +1312,10 @@ template <int C, int K, typename T>
 inline int64_t hrun64(const T* S, const int64_t* o0, const double* cw, int64_t cstride,
                       int64_t lo, int64_t hi, double* H) {
   int64_t d = lo;
+  RowPrefetch<C> pf;
   if constexpr (C == 1) {
     for (; d + 4 <= hi; d += 4) {
-      prefetch_row<C>(S + o0[d]);
+      pf(S + o0[d]);
       const __m256d w0 = _mm256_loadu_pd(S + o0[d]), w1 = _mm256_loadu_pd(S + o0[d + 1]);
       const __m256d w2 = _mm256_loadu_pd(S + o0[d + 2]), w3 = _mm256_loadu_pd(S + o0[d + 3]);
       const __m256d a = _mm256_unpacklo_pd(w0, w1), b = _mm256_unpackhi_pd(w0, w1);
@@ -1224,7 +1330,7 @@ inline int64_t hrun64(const T* S, const int64_t* o0, const double* cw, int64_t c
   } else {
     for (; d < hi; ++d) {
       const T* p = S + o0[d];
-      prefetch_row<C>(p);
+      pf(p);
       __m256d acc = _mm256_mul_pd(_mm256_loadu_pd(p), _mm256_loadu_pd(cw + 4 * d));
       for (int k = 1; k < K; ++k)
         acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_loadu_pd(p + k * C),
@@ -1568,6 +1674,9 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
       const WT* S1 = R[1];
 #if defined(__SSE2__)
       if constexpr (std::is_integral<T>::value) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+        j = vrun16<Lane512, 2, T>(R, b, j, Lout, dst);
+#endif
 #if defined(__AVX2__)
         j = vrun16<Lane256, 2, T>(R, b, j, Lout, dst);
 #endif
@@ -1581,6 +1690,9 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     const WT b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
 #if defined(__SSE2__)
     if constexpr (std::is_integral<T>::value) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+      j = vrun16<Lane512, 4, T>(R, b, j, nv, dst);
+#endif
 #if defined(__AVX2__)
       j = vrun16<Lane256, 4, T>(R, b, j, nv, dst);
 #endif
