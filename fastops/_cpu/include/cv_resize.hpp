@@ -1284,9 +1284,13 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
   int64_t d = lo;
   RowPrefetch<C> pf;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  for (; d + 4 * P <= hi; d += 4 * P) {
-    pf(S + o0[d]);
-    hgroup<Lane512, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
+  // 16-bit sources only: float32 ran 0.90-1.11 of the 256-bit pass (2 threads, x86-64-v4
+  // / x86-64-v3 builds, scripts/simd_ab.py), 16-bit 0.75-0.95 with the vertical passes
+  if constexpr (!std::is_same<T, float>::value) {
+    for (; d + 4 * P <= hi; d += 4 * P) {
+      pf(S + o0[d]);
+      hgroup<Lane512, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
+    }
   }
 #endif
 #if defined(__AVX2__)
