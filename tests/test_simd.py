@@ -110,13 +110,18 @@ def workloads():
         calls[f"nonzero {np.dtype(dt).name}"] = lambda c=c: fastops.nonzero(c)
     img = rng.integers(0, 256, (131, 157, 3), dtype=np.uint8)
     four = np.concatenate([img, img[..., :1]], axis=2)
+    # (a key per source: two sources of one dtype once shared keys, and the 4-channel one
+    # overwrote the 3-channel one's results)
     for src in (img, img.astype(np.float32) / 7, img.astype(np.uint16) * 201,
                 img[..., 0].astype(np.int16) * -97, np.ascontiguousarray(img[..., :2]) * 3.5,
-                four.astype(np.float32) / 3, four.astype(np.uint16) * 77):
+                four.astype(np.float32) / 3, four.astype(np.uint16) * 77,
+                img[..., 1].astype(np.uint16) * 251, img[..., :2].astype(np.uint16) * 3):
         for flag in (fcv.INTER_NEAREST, fcv.INTER_LINEAR, fcv.INTER_CUBIC, fcv.INTER_AREA,
                      fcv.INTER_LINEAR_EXACT, fcv.INTER_NEAREST_EXACT):
             for size in ((61, 47), (300, 211)):
-                calls[f"cv.resize {src.dtype} {flag} {size}"] = (
+                key = f"cv.resize {src.dtype} {src.shape} {flag} {size}"
+                assert key not in calls, key
+                calls[key] = (
                     lambda s=src, f=flag, z=size: fcv.resize(s, z, interpolation=f))
     return calls
 
