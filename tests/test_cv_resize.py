@@ -465,18 +465,20 @@ def test_thread_count_invariance(threads):
                 np.testing.assert_array_equal(a, b)
 
 
-def test_sse2_and_avx2_paths_agree():
+def test_sse2_avx2_and_avx512_paths_agree():
     """FASTOPS_NO_AVX2=1 keeps the SSE2 passes; the bytes must not change."""
     code = ("import hashlib, sys; sys.path.insert(0, %r); from tests.test_cv_resize import "
             "_big_results; print(hashlib.sha256(b''.join(r.tobytes() for r in "
             "_big_results())).hexdigest())" % os.getcwd())
     outs = []
-    for env in ({"FASTOPS_NO_AVX2": "1"}, {"FASTOPS_NO_AVX2": "0"}):
+    # SSE2; AVX2 (FASTOPS_SIMD caps the run-time AVX-512 steps too); the best this CPU has
+    for env in ({"FASTOPS_NO_AVX2": "1"}, {"FASTOPS_NO_AVX2": "0", "FASTOPS_SIMD": "x86-64-v3"},
+                {"FASTOPS_NO_AVX2": "0", "FASTOPS_SIMD": ""}):
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env={**os.environ, **env}, cwd=os.getcwd())
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout.strip())
-    assert outs[0] == outs[1]
+    assert outs[0] == outs[1] == outs[2]
 
 
 # ------------------------------------------------------------------ frameworks, devices

@@ -805,18 +805,20 @@ def test_thread_count_invariance(threads):
         assert a.tobytes() == b.tobytes() == c.tobytes()
 
 
-def test_sse2_and_avx2_paths_agree():
+def test_sse2_avx2_and_avx512_paths_agree():
     """FASTOPS_NO_AVX2=1 keeps the SSE2 vertical step; the bytes must not change."""
     code = ("import hashlib, sys; sys.path.insert(0, %r); from tests.test_resize import "
             "_big_results; print(hashlib.sha256(b''.join(r.tobytes() for r in "
             "_big_results())).hexdigest())" % os.getcwd())
     outs = []
-    for env in ({"FASTOPS_NO_AVX2": "1"}, {"FASTOPS_NO_AVX2": "0"}):
+    # SSE2; AVX2 (FASTOPS_SIMD caps the run-time AVX-512 steps too); the best this CPU has
+    for env in ({"FASTOPS_NO_AVX2": "1"}, {"FASTOPS_NO_AVX2": "0", "FASTOPS_SIMD": "x86-64-v3"},
+                {"FASTOPS_NO_AVX2": "0", "FASTOPS_SIMD": ""}):
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env={**os.environ, **env}, cwd=os.getcwd())
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout.strip())
-    assert outs[0] == outs[1]
+    assert outs[0] == outs[1] == outs[2]
 
 
 def test_periodic_fast_paths_match_generic():

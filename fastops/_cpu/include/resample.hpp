@@ -43,11 +43,13 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 #include "npy_types.hpp"
@@ -518,6 +520,65 @@ inline bool cpu_has_avx2() {
   }();
   return ok;
 }
+
+// AVX-512 (16 lanes) for the vertical step and the float -> 8-bit store, where the AVX2
+// ones run (the avx2 flag) and the CPU has AVX-512 F/BW unless FASTOPS_SIMD caps the
+// build at baseline or x86-64-v3 (fastops/_dispatch.py), as the x86-64-v4 builds do.
+// The same operations per lane.  uint8 540x960x3 -> 1080x1920 linear, one thread, back
+// to back: see docs/performance.md (thirteenth run).
+#define RS_AVX512_FN __attribute__((target("avx512f,avx512bw"), always_inline)) inline
+
+inline bool cpu_has_avx512() {
+  static const bool ok = [] {
+    const char* env = std::getenv("FASTOPS_SIMD");
+    if (env != nullptr) {
+      std::string cap(env);
+      for (char& c : cap) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (cap == "baseline" || cap == "x86-64-v3") return false;
+    }
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  }();
+  return ok;
+}
+
+template <typename S>
+RS_AVX512_FN __m512 avx512_load16f(const S* p) {
+  if constexpr (std::is_same<S, uint8_t>::value)
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  else if constexpr (std::is_same<S, int8_t>::value)
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  else
+    return _mm512_loadu_ps(p);
+}
+
+// vstep_flat_avx2 in float with 16 lanes: dst = w0 * r0 + w1 * r1 + ... left to right.
+template <typename S>
+__attribute__((target("avx512f,avx512bw"))) void vstep_flat_avx512(
+    const S* const* rows, const float* w, int64_t cnt, int64_t n, float* dst) {
+  int64_t j = 0;
+  for (; j + 64 <= n; j += 64) {
+    __m512 a[4];
+    __m512 wv = _mm512_set1_ps(w[0]);
+    for (int i = 0; i < 4; ++i) a[i] = _mm512_mul_ps(wv, avx512_load16f(rows[0] + j + 16 * i));
+    for (int64_t k = 1; k < cnt; ++k) {
+      wv = _mm512_set1_ps(w[k]);
+      for (int i = 0; i < 4; ++i)
+        a[i] = _mm512_add_ps(a[i], _mm512_mul_ps(wv, avx512_load16f(rows[k] + j + 16 * i)));
+    }
+    for (int i = 0; i < 4; ++i) _mm512_storeu_ps(dst + j + 16 * i, a[i]);
+  }
+  for (; j + 16 <= n; j += 16) {
+    __m512 a = _mm512_mul_ps(_mm512_set1_ps(w[0]), avx512_load16f(rows[0] + j));
+    for (int64_t k = 1; k < cnt; ++k)
+      a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_set1_ps(w[k]), avx512_load16f(rows[k] + j)));
+    _mm512_storeu_ps(dst + j, a);
+  }
+  for (; j < n; ++j) {
+    float acc = w[0] * static_cast<float>(rows[0][j]);
+    for (int64_t k = 1; k < cnt; ++k) acc = acc + w[k] * static_cast<float>(rows[k][j]);
+    dst[j] = acc;
+  }
+}
 #endif
 
 // The vertical step with the best instruction set available.
@@ -527,6 +588,12 @@ inline void vstep(const S* const* rows, const W* w, int64_t cnt, int64_t n, W* d
 #ifdef RS_AVX2
   if constexpr (avx2_vstep_ok<S, W>()) {
     if (avx2 && cnt > 0) {
+      if constexpr (std::is_same<W, float>::value) {
+        if (cpu_has_avx512()) {
+          vstep_flat_avx512<S>(rows, w, cnt, n, dst);
+          return;
+        }
+      }
       vstep_flat_avx2<S, W>(rows, w, cnt, n, dst);
       return;
     }
@@ -887,6 +954,36 @@ __attribute__((target("avx2"))) int64_t store_row_avx2(const float* src, int64_t
 }
 #endif
 
+// store_row_avx2 with 16 lanes (cpu_has_avx512): the same rounding; after the clamp the
+// saturating narrows are exact.
+template <typename T, bool NonNeg>
+__attribute__((target("avx512f,avx512bw"))) int64_t store_row_avx512(const float* src,
+                                                                     int64_t n, T* dst) {
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::min()));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::max()));
+  const __m512 half = _mm512_set1_ps(0.5f), mhalf = _mm512_set1_ps(-0.5f);
+  const __m512i one = _mm512_set1_epi32(1);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m512 v = _mm512_loadu_ps(src + j);
+    __m512i r;
+    if (NonNeg) {  // 0 <= v: trunc(min(v, max) + 0.5), the sum exact below 2^23
+      r = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_min_ps(v, hi), half));
+    } else {
+      v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
+      v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+      r = _mm512_cvttps_epi32(v);
+      const __m512 d = _mm512_sub_ps(v, _mm512_cvtepi32_ps(r));
+      r = _mm512_mask_add_epi32(r, _mm512_cmp_ps_mask(d, half, _CMP_GE_OQ), r, one);
+      r = _mm512_mask_sub_epi32(r, _mm512_cmp_ps_mask(d, mhalf, _CMP_LE_OQ), r, one);
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), std::is_signed<T>::value
+                                                              ? _mm512_cvtsepi32_epi8(r)
+                                                              : _mm512_cvtusepi32_epi8(r));
+  }
+  return j;
+}
+
 // dst = round_saturate(src).  float -> 8-bit with SSE2 or AVX2 (the scalar loop does not
 // vectorize: 4 ns per value), the same operations as round_saturate: NaN -> 0, clamp,
 // truncate, correct by the exact remainder, pack.  Measured (2-core machine, 1 thread)
@@ -901,8 +998,12 @@ inline void store_row(const W* src, int64_t n, T* dst, bool avx2, bool nonneg) {
   int64_t j = 0;
 #ifdef RS_AVX2
   if constexpr (std::is_same<W, float>::value && sizeof(T) == 1) {
-    if (avx2) j = nonneg ? store_row_avx2<T, true>(src, n, dst)
-                         : store_row_avx2<T, false>(src, n, dst);
+    if (avx2 && cpu_has_avx512())
+      j = nonneg ? store_row_avx512<T, true>(src, n, dst)
+                 : store_row_avx512<T, false>(src, n, dst);
+    else if (avx2)
+      j = nonneg ? store_row_avx2<T, true>(src, n, dst)
+                 : store_row_avx2<T, false>(src, n, dst);
   }
 #endif
   (void)avx2;
