@@ -952,7 +952,6 @@ __attribute__((target("avx2"))) int64_t store_row_avx2(const float* src, int64_t
   }
   return j;
 }
-#endif
 
 // store_row_avx2 with 16 lanes (cpu_has_avx512): the same rounding; after the clamp the
 // saturating narrows are exact.
@@ -983,6 +982,7 @@ __attribute__((target("avx512f,avx512bw"))) int64_t store_row_avx512(const float
   }
   return j;
 }
+#endif
 
 // dst = round_saturate(src).  float -> 8-bit with SSE2 or AVX2 (the scalar loop does not
 // vectorize: 4 ns per value), the same operations as round_saturate: NaN -> 0, clamp,
