@@ -59,7 +59,6 @@ cdef extern from "deform_conv.hpp" namespace "fastops" nogil:
         const T* zpacked) except +
     int c_gemm_resolve "fastops::dcn_gemm_resolve"[T](
         const DcnGemm& g, int kind, int64_t M, int64_t N, int64_t K, int64_t ld)
-    cbool kDcnZmmGemm "fastops::kDcnZmmGemm"
 
 cdef extern from "conv.hpp" namespace "fastops" nogil:
     void c_depthwise_conv2d "fastops::depthwise_conv2d"[T](
@@ -90,9 +89,11 @@ PACKED_GEMM = kPackedGemm
 cdef DcnGemm _gemm
 _blas_info = None           # (library path, get_threads, set_threads) of the BLAS found
 # the GEMM asked for, by name; the kernel resolves it per call (include/deform_conv.hpp
-# dcn_gemm_resolve): "avx512" is float32 only (float64 then takes the BLAS)
+# dcn_gemm_resolve): "avx512" falls back to the BLAS where the build has no AVX-512 GEMM
+# or the dtype is float64, and the BLAS to the builtin GEMM, so the default asks for the
+# best and gets the best this build and machine have
 _KINDS = {"builtin": 0, "blas": 1, "avx512": 2}
-_choice = "builtin"
+_choice = "avx512"
 _guard_lock = threading.Lock()
 _guard_depth = 0
 _guard_saved = 1
@@ -402,4 +403,3 @@ def gemm_packed(const float[::1] packed, int64_t M, const float[:, :, :] b,
 
 
 _find_blas()
-_choice = "avx512" if kDcnZmmGemm else "blas" if _blas_info else "builtin"

@@ -1176,22 +1176,19 @@ struct Lane256 {
 // The x86-64-v4 build: four groups per 512-bit vector (pixels [d + iP, d + (i + 1)P) in
 // 128-bit lane i), the same in-lane shuffles, so each lane's arithmetic is the scalar
 // sequence as in Lane128 / Lane256.
+// (16-bit sources only: hrun keeps float32 on Lane256)
 template <typename T>
 RS_INLINE __m512 load4f_x4(const T* a, const T* b, const T* c, const T* d) {
-  if constexpr (std::is_same<T, float>::value) {
-    const __m512 lo = _mm512_castps256_ps512(load4f_x2<T>(a, b));
-    return _mm512_insertf32x8(lo, load4f_x2<T>(c, d), 1);
-  } else {
-    const __m128i ab = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
-                                          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
-    const __m128i cd = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)),
-                                          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(d)));
-    const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(ab), cd, 1);
-    if constexpr (std::is_same<T, uint16_t>::value)
-      return _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(v));
-    else
-      return _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(v));
-  }
+  static_assert(sizeof(T) == 2, "uint16 / int16 windows");
+  const __m128i ab = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
+                                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
+  const __m128i cd = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)),
+                                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(d)));
+  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(ab), cd, 1);
+  if constexpr (std::is_same<T, uint16_t>::value)
+    return _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(v));
+  else
+    return _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(v));
 }
 
 struct Lane512 {

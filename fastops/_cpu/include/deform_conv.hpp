@@ -526,12 +526,12 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
                          : kind == kDcnZmm   ? zmm_scratch_size(Mg, P)
                                              : 0;
   ThreadScratch<T> packs(pack_n, nt, false);
-  // the AVX-512 GEMM's A: each group's weight rows packed into strips
-  std::vector<T> wz(kind == kDcnZmm ? static_cast<size_t>(size_mul(G, zmm_packed_size(Mg, KCg)))
-                                    : 0);
+  // the AVX-512 GEMM's A: each group's weight rows packed into strips, wz_n per group
+  const int64_t wz_n = kind == kDcnZmm ? zmm_packed_size(Mg, KCg) : 0;
+  std::vector<T> wz(static_cast<size_t>(size_mul(G, wz_n)));
   if constexpr (std::is_same<T, float>::value)
     for (int64_t g = 0; g < G && kind == kDcnZmm; ++g)
-      zmm_pack(wr.data() + g * Mg * KCg, Mg, KCg, KCg, wz.data() + g * zmm_packed_size(Mg, KCg));
+      zmm_pack(wr.data() + g * Mg * KCg, Mg, KCg, KCg, wz.data() + g * wz_n);
 
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t nb = std::min(chunk, N - n0);
@@ -614,8 +614,7 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
           // 3c. out[n, g*Mg:(g+1)*Mg, p0:p0+np] = wr[g] . col^T, then the bias
           T* o = out + (n * M + g * Mg) * OHW + p0;
           dcn_gemm_nt<T>(gemm, kind, Mg, np, KCg, wr.data() + g * Mg * KCg, KCg, col, KCg,
-                         o, OHW, pack, kind == kDcnZmm ? wz.data() + g * zmm_packed_size(Mg, KCg)
-                                                       : nullptr);
+                         o, OHW, pack, kind == kDcnZmm ? wz.data() + g * wz_n : nullptr);
           if (bias) {
             for (int64_t m = 0; m < Mg; ++m) {
               const T b = bias[(g * Mg + m) * sb];
