@@ -210,6 +210,33 @@ def test_scatter_elements_blocks_copy_their_own_part(reduction, threads):
     np.testing.assert_array_equal(data, keep)
 
 
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8"])
+def test_scatter_elements_l2_tiles(reduction, dtype, threads):
+    """A new output whose blocks the tasks tile goes through per-thread L2 tiles of
+    whole lines (scatter.hpp scatter_elements_tiles): rows that are not whole lines, so
+    a tile starts mid-line in most rows; the tallest axis whose two-line tile still fits
+    (256 KiB / 128 bytes = 2048 rows) and one row more (no tile: the updates land in the
+    output); axis -1 (a contiguous block); duplicates, negative indices and 1-3 threads,
+    against NumPy's row-major ufunc.at."""
+    rng = np.random.default_rng(23)
+    cases = [((1000, 37), 0, (300, 37)), ((1000, 1003), 0, (700, 1003)),
+             ((2048, 40), 0, (500, 40)), ((2049, 40), 0, (500, 40)),
+             ((3, 700, 45), 1, (3, 900, 45)), ((60, 333), 1, (60, 50))]
+    for shape, axis, ishape in cases:
+        data = (rng.standard_normal(shape) * 20).astype(dtype)
+        keep = data.copy()
+        n = shape[axis]
+        idx = rng.integers(-n, n, ishape)
+        upd = (rng.standard_normal(ishape) * 20).astype(dtype)
+        want = _numpy_scatter_elements(data, idx, upd, axis, reduction)
+        for nt in (1, 2, 3):
+            with threads(nt):
+                got = fastops.scatter_elements(data, idx, upd, axis, reduction)
+            np.testing.assert_array_equal(got, want, err_msg=f"{shape} axis {axis}, {nt} threads")
+        np.testing.assert_array_equal(data, keep)
+
+
 @pytest.mark.parametrize("reduction", ["none", "add"])
 def test_scatter_elements_names_the_first_bad_index_whatever_the_threads(threads, reduction):
     """A new output is checked while the updates are applied, in column blocks on the

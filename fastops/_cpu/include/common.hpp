@@ -1,6 +1,8 @@
 // Shared helpers for the CPU kernels (included by every family header).
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <type_traits>
 #if defined(__SSE2__)
@@ -116,5 +118,30 @@ struct Sse<double> {
   }
 };
 #endif
+
+// dst[0:bytes) = src[0:bytes), the 16-byte-aligned part of dst with non-temporal stores
+// (x86): the lines go to memory without being read first (no read-for-ownership) and
+// without evicting the cache's working set.  Only for data nobody reads soon; the writer
+// calls stream_fence() before its part of the work counts as done (the stores are weakly
+// ordered).  Elsewhere a plain copy.
+inline void stream_copy(void* dst, const void* src, size_t bytes) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+#if defined(__SSE2__)
+  const size_t head = std::min<size_t>((16 - reinterpret_cast<uintptr_t>(d) % 16) % 16, bytes);
+  std::memcpy(d, s, head);
+  d += head, s += head, bytes -= head;
+  for (; bytes >= 16; bytes -= 16, d += 16, s += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
+#endif
+  std::memcpy(d, s, bytes);
+}
+
+inline void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
 
 }  // namespace fastops

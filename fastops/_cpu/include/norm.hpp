@@ -132,11 +132,7 @@ inline void norm_apply(const T* x, T* y, int64_t len, const NormCoef<T>& k, bool
 // Non-temporal stores are weakly ordered: each thread fences its own before its part of
 // the call counts as done.
 inline void norm_fence(bool stream) {
-#if defined(__SSE2__)
-  if (stream) _mm_sfence();
-#else
-  (void)stream;
-#endif
+  if (stream) stream_fence();
 }
 
 // scale, bias: (C,) in double; y: (N, C, L) C-contiguous; L >= 1.

@@ -202,7 +202,7 @@ inline bool uniform_run(const I* idx, int64_t len) {
 // reloaded after every store (extensions build with -fno-strict-aliasing).  Returns
 // row + the first bad i, else kNoBad.  (Forming each offset once and keeping it in a
 // ring until its update was slower: 2.78 -> 3.3 ms.)
-template <bool Unit, typename T, typename I, int Red>
+template <bool Unit, typename T, typename I, int Red, bool Ahead = true>
 inline int64_t scatter_span(T* base, const I* ij, const T* uj, int64_t i0, int64_t i1,
                             int64_t s_axis, int64_t s_i, const int64_t* inner_i,
                             int64_t n_axis, int64_t row) {
@@ -211,7 +211,7 @@ inline int64_t scatter_span(T* base, const I* ij, const T* uj, int64_t i0, int64
   };
   int64_t first_bad = kNoBad;
   for (int64_t i = i0; i < i1; ++i) {
-    if (i + kGatherAhead < i1) {
+    if (Ahead && i + kGatherAhead < i1) {
       const int64_t a = i + kGatherAhead;
       __builtin_prefetch(base + at(a, std::max<int64_t>(norm_index(ij[a], n_axis), 0)), 1);
     }
@@ -226,15 +226,31 @@ inline int64_t scatter_span(T* base, const I* ij, const T* uj, int64_t i0, int64
   return first_bad;
 }
 
+// One index row's updates over columns [i0, i1) with unit inner stride: a row of one
+// repeated index (an index expanded along the other axes, as torchvision's multi-level
+// RoIAlign exports its merge) as a contiguous vector loop, the same operation per
+// element (frcnn's ScatterElements, 150x256x7x7 axis 0, 2 threads, hot: 4.4 -> 2.9 ms;
+// onnxruntime 7.4-8.9); else element by element.  Returns row + the first bad i.
+template <typename T, typename I, int Red, bool Ahead>
+inline int64_t scatter_unit_row(T* base, const I* ij, const T* uj, int64_t i0, int64_t i1,
+                                int64_t s_axis, int64_t n_axis, int64_t row) {
+  if (!uniform_run(ij + i0, i1 - i0))
+    return scatter_span<true, T, I, Red, Ahead>(base, ij, uj, i0, i1, s_axis, 1, nullptr,
+                                                n_axis, row);
+  const int64_t v = norm_index(ij[i0], n_axis);
+  if (v < 0) return row + i0;
+  T* p = base + v * s_axis;
+  for (int64_t i = i0; i < i1; ++i) p[i] = reduce_op<T, Red>(p[i], uj[i]);
+  return kNoBad;
+}
+
 // Duplicates can only meet inside one (o, i) column of the indices (the target keeps o
 // and i), so columns are split among threads and each walks j in order: deterministic,
 // row-major "last wins", with no duplicate detection.  Tasks are (o, block of i): a
-// block of 256 columns keeps the reads of idx/upd rows contiguous.
+// block of columns keeps the reads of idx/upd rows contiguous.
 // Returns the first bad position (row-major in idx) that it skipped, else kNoBad.
-// copy_from: out's contents, copied by each task over its own block just before its
-// updates (only where the blocks tile out: see scatter_elements), else nullptr.
 template <typename T, typename I, int Red>
-int64_t scatter_elements_apply(T* out, const T* copy_from, const I* idx, const T* upd,
+int64_t scatter_elements_apply(T* out, const I* idx, const T* upd,
                                int64_t O, int64_t m, int64_t In, const int64_t* outer_off,
                                const int64_t* inner_off, int64_t s_outer, int64_t s_inner,
                                int64_t s_axis, int64_t n_axis, int nt) {
@@ -249,38 +265,118 @@ int64_t scatter_elements_apply(T* out, const T* copy_from, const I* idx, const T
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t o = task / nblk, i0 = (task % nblk) * bi, i1 = std::min(In, i0 + bi);
       T* base = out + (outer_off ? outer_off[o] : o * s_outer);
-      if (copy_from) {
-        const T* src = copy_from + (base - out);
-        for (int64_t v = 0; v < n_axis; ++v)
-          std::memcpy(base + v * s_axis + i0, src + v * s_axis + i0, sizeof(T) * (i1 - i0));
-      }
       const I* ir = idx + o * m * In;
       const T* ur = upd + o * m * In;
       for (int64_t j = 0; j < m; ++j) {
         const I* ij = ir + j * In;
         const T* uj = ur + j * In;
         const int64_t row = (o * m + j) * In;   // idx position of (o, j, 0)
-        if (unit && uniform_run(ij + i0, i1 - i0)) {
-          // One target row for the whole block (an index expanded along the other axes,
-          // as torchvision's multi-level RoIAlign exports its merge): a contiguous
-          // vector loop, the same operation per element.  frcnn's ScatterElements
-          // (150x256x7x7, axis 0), 2 threads, hot: 4.4 -> 2.9 ms (onnxruntime 7.4-8.9).
-          const int64_t v = norm_index(ij[i0], n_axis);
-          if (v < 0) {
-            first_bad = std::min(first_bad, row + i0);
-            continue;
-          }
-          T* p = base + v * s_axis;
-          for (int64_t i = i0; i < i1; ++i) p[i] = reduce_op<T, Red>(p[i], uj[i]);
-        } else {
-          const int64_t b = unit ? scatter_span<true, T, I, Red>(base, ij, uj, i0, i1, s_axis, 1,
-                                                                nullptr, n_axis, row)
-                                 : scatter_span<false, T, I, Red>(base, ij, uj, i0, i1, s_axis,
-                                                                 s_inner, inner_off, n_axis, row);
-          first_bad = std::min(first_bad, b);
-        }
+        const int64_t b =
+            unit ? scatter_unit_row<T, I, Red, true>(base, ij, uj, i0, i1, s_axis, n_axis, row)
+                 : scatter_span<false, T, I, Red>(base, ij, uj, i0, i1, s_axis, s_inner,
+                                                  inner_off, n_axis, row);
+        first_bad = std::min(first_bad, b);
       }
     }
+    bad.note(t0 / grain, first_bad);
+  });
+  return bad.first();
+}
+
+// Into a new output that the tasks' blocks tile, each task works in a tile: an
+// L2-resident copy of its block (n_axis rows of w columns, kTileBytes at most) in
+// per-thread scratch.  The block of data is copied in, every index row's updates land in
+// the tile, and the tile goes out to `out` with non-temporal stores, so each line of out
+// is written once and never read (no read-for-ownership) and the random writes hit L2.
+// Before, the updates landed in out itself, in L3 or memory, and the scatter loop
+// waited on its stores (perf: 53 % of the time, against the copy's 17 %).  Tiles start
+// on out's line boundaries (row 0's; every row's where a row is a whole number of
+// lines), so the streamed lines are whole.
+// Measured with the 2000x2000 float32 idx 500x2000 axis-0 workloads
+// (fastops/_bench/scatter.py), 2 threads, after a pause, medians of 41, "none" / "add":
+// the copy pass then the updates in out 2.76-2.88 / 2.96-3.36 ms; tiles 2.0-2.1 /
+// 2.1-2.4 with the copy-in prefetching 16 rows ahead, 1.55-1.85 / 1.55-1.8 with 64
+// (32: 1.7-2.2, 128-256 no better).  Tiles of 128 KiB 2.5 ms; 192-512 KiB within the
+// noise of 256, which also fits the 512 KiB L2 of older cores with the streams beside
+// it.  Also tried: prefetching the next tile's data during the updates (no gain), plain
+// stores for the drain (1.77-1.83 against 1.55-1.78 ms).
+constexpr int64_t kTileBytes = int64_t(256) << 10;
+constexpr int64_t kTileRowsAhead = 8;    // idx/upd row segments prefetched this many rows early
+constexpr int64_t kTileFillAhead = 64;   // data row segments prefetched in the copy-in
+
+// Columns of a tile: whole lines, n_axis rows in kTileBytes, and narrow enough that
+// every thread gets a tile where O < nt.  0 (the caller scatters in out instead) where
+// the rows of a tile would be narrower than kTileMinBytes: one-line rows copied in and
+// out at a 16 KB stride ran at less than half the copy's speed (4096x4096 float32, 2
+// threads: idx 64x4096 4.9-5.1 -> 11.3-11.8 ms; idx 1024x4096, where the updates
+// dominate, 15.3-17.1 -> 14.3-14.6), two-line rows at its speed (2000x2000, idx 25x2000:
+// 1.29-1.44 -> 1.24-1.44 ms).
+constexpr int64_t kTileMinBytes = 128;
+
+template <typename T>
+inline int64_t tile_width(int64_t n_axis, int64_t O, int64_t In, int nt) {
+  const int64_t line = std::max<int64_t>(64 / static_cast<int64_t>(sizeof(T)), 1);
+  const int64_t fit = kTileBytes / static_cast<int64_t>(sizeof(T)) /
+                      std::max<int64_t>(n_axis, 1) / line * line;
+  if (fit * static_cast<int64_t>(sizeof(T)) < kTileMinBytes) return 0;
+  const int64_t per_o = (nt + O - 1) / std::max<int64_t>(O, 1);     // tiles each o needs
+  const int64_t share = ((In + per_o - 1) / per_o + line - 1) / line * line;
+  return std::min(fit, std::max(share, line));
+}
+
+inline void prefetch_bytes(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b);
+  if (bytes > 0) __builtin_prefetch(c + bytes - 1);
+}
+
+template <typename T, typename I, int Red>
+int64_t scatter_elements_tiles(const T* data, T* out, const I* idx, const T* upd, int64_t O,
+                               int64_t m, int64_t In, int64_t n_axis, int64_t w, int nt) {
+  // tile k of a row covers [k * w - off, (k + 1) * w - off), clipped to [0, In)
+  const int64_t off = static_cast<int64_t>(reinterpret_cast<uintptr_t>(out) % 64 / sizeof(T));
+  const int64_t ntile = (In + off + w - 1) / w;
+  const int64_t tasks = O * ntile;
+  const int64_t grain = chunk_for(tasks, nt);
+  ThreadScratch<T> tiles(n_axis * std::min(w, In), nt, false);   // tw <= min(w, In)
+  FirstBad bad(std::max<int64_t>((tasks + grain - 1) / grain, 1));
+  parallel_for(tasks, grain, nt, [&](int64_t t0, int64_t t1, int slot) {
+    T* tile = tiles(slot);
+    int64_t first_bad = kNoBad;
+    // task's first column i0, width tw, and its data block
+    auto block = [&](int64_t task, int64_t& i0, int64_t& tw) {
+      const int64_t o = task / ntile, k = task % ntile;
+      i0 = std::max<int64_t>(0, k * w - off);
+      tw = std::min(In, (k + 1) * w - off) - i0;
+      return o;
+    };
+    for (int64_t task = t0; task < t1; ++task) {
+      int64_t i0, tw;
+      const int64_t o = block(task, i0, tw);
+      const int64_t bytes = tw * static_cast<int64_t>(sizeof(T));
+      const T* src = data + o * n_axis * In + i0;
+      T* dst = out + o * n_axis * In + i0;
+      if (tw == In)   // the whole block is one contiguous range (axis -1: In is 1)
+        std::memcpy(tile, src, bytes * n_axis);
+      for (int64_t v = 0; v < n_axis && tw != In; ++v) {
+        if (v + kTileFillAhead < n_axis) prefetch_bytes(src + (v + kTileFillAhead) * In, bytes);
+        std::memcpy(tile + v * tw, src + v * In, bytes);
+      }
+      const I* ir = idx + o * m * In + i0;
+      const T* ur = upd + o * m * In + i0;
+      for (int64_t j = 0; j < m; ++j) {
+        if (j + kTileRowsAhead < m) {
+          prefetch_bytes(ir + (j + kTileRowsAhead) * In, tw * static_cast<int64_t>(sizeof(I)));
+          prefetch_bytes(ur + (j + kTileRowsAhead) * In, bytes);
+        }
+        const int64_t b = scatter_unit_row<T, I, Red, false>(
+            tile, ir + j * In, ur + j * In, 0, tw, tw, n_axis, (o * m + j) * In + i0);
+        first_bad = std::min(first_bad, b);
+      }
+      if (tw == In) stream_copy(dst, tile, bytes * n_axis);
+      for (int64_t v = 0; v < n_axis && tw != In; ++v) stream_copy(dst + v * In, tile + v * tw, bytes);
+    }
+    stream_fence();
     bad.note(t0 / grain, first_bad);
   });
   return bad.first();
@@ -293,19 +389,21 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
                          int64_t s_axis, int64_t n_axis, int reduction, int nthreads) {
   const int64_t count = O * m * In;
   const int nt = threads_for(count + out_size, nthreads);
-  // Where the tasks' blocks tile the new output (indices of data's shape outside the
-  // axis, the usual case), each task copies its block of data just before scattering into
-  // it, so the scattered lines are still cached: out moves once (the copy as a separate
-  // pass, with glibc's non-temporal stores, left them to be fetched again).  2000x2000
-  // float32 idx 500x2000 axis 0, 2 threads, "none" / "add", after a pause 3.5 / 3.9-4.1
-  // -> 3.2-3.3 / 3.55-3.7 ms, hot 2.6-2.9 / 3.0-3.2 -> 2.4 / 2.7.
-  const bool tiled = data && !outer_off && !inner_off && s_inner == 1 && s_axis == In &&
-                     s_outer == n_axis * In && O * n_axis * In == out_size;
-  if (data && !tiled) {
-    // A new output (the caller drops it when an index is bad): copy, then apply, which
-    // checks each index where it reads it, so idx is read once.  A separate check pass
-    // read its 8 MB again: scatter_elements 2000x2000 float32 idx 500x2000 (int64),
-    // 2 threads, after a pause, "none" / "add" 4.3 / 5.7-6.2 -> 3.75 / 5.45 ms.
+  // Into a new output whose blocks the tasks tile (indices of data's shape outside the
+  // axis, the usual case) the updates land in L2 tiles where they fit
+  // (scatter_elements_tiles).  (O == 1 has s_outer 0 from the Python layer.)
+  const bool tiles_fit = data && !outer_off && !inner_off && s_inner == 1 && s_axis == In &&
+                         (O == 1 || s_outer == n_axis * In) && O * n_axis * In == out_size;
+  const int64_t w = tiles_fit ? tile_width<T>(n_axis, O, In, nt) : 0;
+  if (data && w == 0) {
+    // Else a new output (the caller drops it when an index is bad) is copied first, by
+    // glibc's large-copy path, then the updates land in it; they check each index where
+    // they read it, so idx is read once.  A separate check pass read its 8 MB again:
+    // scatter_elements 2000x2000 float32 idx 500x2000 (int64), 2 threads, after a pause,
+    // "none" / "add" 4.3 / 5.7-6.2 -> 3.75 / 5.45 ms.  (Each task copying its own block
+    // just before its updates, with plain stores, was slower on tall axes: 4096x4096
+    // float32 idx 1x4096 4.6 against 3.6-3.9 ms, 20000x500 idx 2000x500 5.1-5.5 against
+    // 4.3-5.2.)
     parallel_parts(nt, [&](int64_t t) { copy_part(data, out, out_size, t, nt); });
   } else if (!data) {
     // In place (out is the caller's data): nothing is written unless every index is good.
@@ -321,9 +419,12 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
   }
   int64_t first_bad = kNoBad;
   with_reduction(reduction, [&](auto red) {
-    first_bad = scatter_elements_apply<T, I, decltype(red)::value>(
-        out, tiled ? data : nullptr, idx, upd, O, m, In, outer_off, inner_off, s_outer,
-        s_inner, s_axis, n_axis, nt);
+    constexpr int Red = decltype(red)::value;
+    first_bad = w > 0 ? scatter_elements_tiles<T, I, Red>(data, out, idx, upd, O, m, In, n_axis,
+                                                          w, nt)
+                      : scatter_elements_apply<T, I, Red>(out, idx, upd, O, m, In, outer_off,
+                                                          inner_off, s_outer, s_inner, s_axis,
+                                                          n_axis, nt);
   });
   return first_bad == kNoBad ? -1 : first_bad;
 }
