@@ -423,6 +423,29 @@ def test_gathers_every_dtype(dtype, xp):
           data[idx2[..., 0], idx2[..., 1]])
 
 
+@pytest.mark.parametrize("S", [1, 3, 16])
+def test_scatter_nd_none_last_update_of_each_row_wins(S, threads):
+    """"none" writes only each row's last update (scatter.hpp walks N backwards and marks
+    the rows it wrote): few distinct rows, many, negative indices, rows in every owner
+    block of 1-3 threads, against the last occurrence of each row found with np.unique."""
+    rng = np.random.default_rng(29)
+    shape = (20000, S) if S > 1 else (20000,)        # S = 1: 1-D data, rows of one
+    data = rng.standard_normal(shape).astype(np.float32)
+    keep = data.copy()
+    for distinct, N in ((3, 5000), (700, 30000), (20000, 30000)):
+        rows = rng.choice(rng.choice(20000, distinct, replace=False), N)
+        idx = np.where(rng.random(N) < 0.3, rows - 20000, rows)[:, None]
+        upd = rng.standard_normal((N,) + shape[1:]).astype(np.float32)
+        want = data.copy()
+        uniq, first_from_back = np.unique(rows[::-1], return_index=True)
+        want[uniq] = upd[N - 1 - first_from_back]
+        for nt in (1, 2, 3):
+            with threads(nt):
+                got = fastops.scatter_nd(data, idx, upd, "none")
+            np.testing.assert_array_equal(got, want, err_msg=f"{distinct} rows, {nt} threads")
+    np.testing.assert_array_equal(data, keep)
+
+
 def test_float16_none_is_a_bit_copy():
     data = np.array([1.0, np.nan, -0.0, 65504.0], np.float16)
     upd = np.array([0x7E01, 0x8000], np.uint16).view(np.float16)   # NaN payload, -0.0
