@@ -819,14 +819,17 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
   const NdOwners w = nd_owners(S, sizeof(T), nt);
   int64_t* order = rows + N;
   std::vector<int64_t> start(owners ? static_cast<size_t>(nt) * nt + 1 : 0);
-  std::vector<int64_t> counts(owners ? static_cast<size_t>(nt) * (nt + 1) : 0);
+  // each part's owner counts on their own lines: packed into one vector, the two parts'
+  // increments shared a line, and "add" ran slower on 2 threads than on 1 (1Mx16 float32
+  // 200k rows into 16 distinct rows, back to back: 6.1 against 4.0 ms)
+  ThreadScratch<int64_t> counts(owners ? nt + 1 : 0, owners ? nt : 0);
   // part t: its range of index tuples into rows (and its owner buckets), and its range
   // of the copy
   FirstBad bad(nt);
   const int64_t per = (N + nt - 1) / nt;
   parallel_parts(nt, [&](int64_t t) {
     const int64_t n0 = std::min(N, t * per), n1 = std::min(N, n0 + per);
-    int64_t* at = owners ? counts.data() + t * (nt + 1) : nullptr;
+    int64_t* at = owners ? counts(static_cast<int>(t)) : nullptr;
     for (int64_t n = n0; n < n1; ++n) {
       int64_t d = 0;
       const int64_t r = nd_row(idx + n * k, k, dims, &d);
