@@ -757,16 +757,18 @@ inline void apply_row(T* o, const T* u, int64_t len) {
 // Short rows (S < kNdSplitCols) go to owners: thread o owns the blocks of 2^shift rows
 // (>= 4 KiB, so threads never share a cache line) with (block % nt) == o, and applies
 // its rows' updates in n order (the order of a row's updates, hence its sums' bits and
-// the last write of "none", is the serial one).  For a reduction the index pass sorts
-// each part's updates into one bucket per owner (a stable counting sort of its own range
-// of n), so an owner walks only its own updates.  Walking all N and skipping the
-// others' rows, a branch that mispredicts on half the updates, made two threads slower
-// than one (1Mx16 float32 200k rows "add" into 16 distinct rows: 4.0 ms on one thread,
-// 5.6 on two; with the buckets 2 threads, after a pause / A/B medians: 7.7 -> 6.0 ms,
-// and 8.0 -> 6.5 on random rows).  "none" keeps the walk: its row copies ran slower
-// from the buckets (16 distinct rows 5.9 -> 6.8 ms; random rows equal), for a reason
-// not found.  Long rows split the columns instead, which balances perfectly (not tuned
-// by measurement: the workloads have S = 16).
+// the last write of "none", is the serial one).  The index pass sorts each part's
+// updates into one bucket per owner (a stable counting sort of its own range of n), so
+// an owner walks only its own updates.  Walking all N and skipping the others' rows, a
+// branch that mispredicts on half the updates, made two threads slower than one (1Mx16
+// float32 200k rows "add" into 16 distinct rows: 4.0 ms on one thread, 5.6 on two; with
+// the buckets 2 threads, after a pause / A/B medians: 7.7 -> 6.0 ms, and 8.0 -> 6.5 on
+// random rows).  "none" walked all N until the owner counts stopped sharing a cache
+// line (it ran slower from the buckets then: 16 distinct rows 5.9 -> 6.8 ms); now, back
+// to back, 2 threads, walk -> buckets: 16 distinct rows 4.1-4.4 -> 3.3-3.7 ms, 20000
+// distinct 4.8-5.2 -> 3.8-4.7, random rows equal (5.2-5.6).  Long rows split the
+// columns instead, which balances perfectly (not tuned by measurement: the workloads
+// have S = 16).
 constexpr int64_t kNdSplitCols = 4096;
 
 struct NdOwners {
@@ -786,20 +788,35 @@ inline NdOwners nd_owners(int64_t S, int64_t itemsize, int64_t nt) {
   return w;
 }
 
+// Writes each row's last update only ("none"), walking updates from the last: the
+// first one met for a row (marked in `seen`, a bitmap of out's rows) is its last.
+template <typename T>
+inline void write_last(T* out, const T* upd, int64_t r, int64_t n, int64_t S, uint64_t* seen) {
+  const uint64_t bit = uint64_t(1) << (r & 63);
+  if (seen[r >> 6] & bit) return;
+  seen[r >> 6] |= bit;
+  std::memcpy(out + r * S, upd + n * S, sizeof(T) * S);
+}
+
 // Owner o's updates: for each part s, order[bucket (s, o)], bucket (s, o) being
-// [start[s * nt + o], start[s * nt + o + 1]) inside part s's range of n.
+// [start[s * nt + o], start[s * nt + o + 1]) inside part s's range of n; "none" walks
+// them backwards (write_last).
 template <typename T, int Red>
 void scatter_nd_owner(T* out, const T* upd, const int64_t* rows, const int64_t* order,
-                      const int64_t* start, int64_t S, int64_t o, int64_t nt) {
+                      const int64_t* start, int64_t S, int64_t o, int64_t nt, uint64_t* seen) {
+  if constexpr (Red == kRedNone) {
+    for (int64_t s = nt - 1; s >= 0; --s)
+      for (int64_t i = start[s * nt + o + 1] - 1; i >= start[s * nt + o]; --i)
+        write_last(out, upd, rows[order[i]], order[i], S, seen);
+    return;
+  }
   for (int64_t s = 0; s < nt; ++s) {
     const int64_t b = start[s * nt + o], e = start[s * nt + o + 1];
     for (int64_t i = b; i < e; ++i) {
       // A reduction reads its target row: the one kRowsAhead updates ahead is
       // prefetched (1Mx16 float32 200k rows "add", 2 threads, after a pause / hot:
-      // 9.2-9.35 / 7.3-8.0 -> 7.05-7.2 / 6.8-7.0 ms).  Not for "none": its row copies
-      // wait in the store buffer, and the prefetch slowed it (hot 6.0 -> 6.9).
-      if (Red != kRedNone && i + kRowsAhead < e)
-        prefetch_row<1>(out + rows[order[i + kRowsAhead]] * S, S);
+      // 9.2-9.35 / 7.3-8.0 -> 7.05-7.2 / 6.8-7.0 ms).
+      if (i + kRowsAhead < e) prefetch_row<1>(out + rows[order[i + kRowsAhead]] * S, S);
       const int64_t n = order[i];
       apply_row<T, Red>(out + rows[n] * S, upd + n * S, S);
     }
@@ -814,7 +831,7 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
                    int nthreads) {
   const int nt = threads_for(out_size + N * (S + k), nthreads);
   const bool short_rows = S > 0 && S < kNdSplitCols;
-  const bool owners = short_rows && nt > 1 && reduction != kRedNone;
+  const bool owners = short_rows && nt > 1;
   const bool last_only = short_rows && reduction == kRedNone;
   const NdOwners w = nd_owners(S, sizeof(T), nt);
   int64_t* order = rows + N;
@@ -848,9 +865,9 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
   });
   if (bad.first() != kNoBad) return bad.first();
   if (S == 0) return -1;
-  // "none" with short rows: each owner (every row on one thread) walks N backwards and
-  // writes only the first update it meets for each of its rows, the last in n order,
-  // marked in a bitmap of out's rows.  Walking forwards it copied every update: 1Mx16
+  // "none" with short rows: each owner (every row on one thread) walks its updates
+  // backwards and writes only the first it meets for each of its rows, the last in n
+  // order, marked in a bitmap of out's rows.  Walking forwards it copied every update: 1Mx16
   // float32 200k rows, 2 threads, after a pause, medians of 21 in three alternating
   // rounds: into 16 distinct rows 6.05-6.48 -> 5.47-5.78 ms, 20000 distinct 6.11-6.46 ->
   // 5.71-6.11, random rows unchanged (6.6-7.3 / 5.8-7.1).  (Tiles as in
@@ -861,18 +878,12 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
     constexpr int Red = decltype(red)::value;
     parallel_parts(nt, [&](int64_t t) {
       if (owners) {
-        scatter_nd_owner<T, Red>(out, upd, rows, order, start.data(), S, t, nt);
+        scatter_nd_owner<T, Red>(out, upd, rows, order, start.data(), S, t, nt,
+                                 last_only ? marks(static_cast<int>(t)) : nullptr);
         return;
       }
-      if (last_only) {
-        uint64_t* seen = marks(static_cast<int>(t));
-        for (int64_t n = N - 1; n >= 0; --n) {
-          const int64_t r = rows[n];
-          const uint64_t bit = uint64_t(1) << (r & 63);
-          if (w.owner(r) != t || (seen[r >> 6] & bit)) continue;
-          seen[r >> 6] |= bit;
-          std::memcpy(out + r * S, upd + n * S, sizeof(T) * S);
-        }
+      if (last_only) {   // one thread
+        for (int64_t n = N - 1; n >= 0; --n) write_last(out, upd, rows[n], n, S, marks(0));
         return;
       }
       const int64_t len = (S + nt - 1) / nt;  // long rows: split columns
