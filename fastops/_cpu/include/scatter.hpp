@@ -800,14 +800,20 @@ inline void write_last(T* out, const T* upd, int64_t r, int64_t n, int64_t S, ui
 
 // Owner o's updates: for each part s, order[bucket (s, o)], bucket (s, o) being
 // [start[s * nt + o], start[s * nt + o + 1]) inside part s's range of n; "none" walks
-// them backwards (write_last).
+// them backwards (write_last).  Each target row is prefetched kRowsAhead updates early
+// ("none" too since it walks buckets: random rows, back to back, 5.3-6.9 -> 4.6-5.1 ms
+// in three alternating rounds; the forward walk over all N had lost with it).
 template <typename T, int Red>
 void scatter_nd_owner(T* out, const T* upd, const int64_t* rows, const int64_t* order,
                       const int64_t* start, int64_t S, int64_t o, int64_t nt, uint64_t* seen) {
   if constexpr (Red == kRedNone) {
-    for (int64_t s = nt - 1; s >= 0; --s)
-      for (int64_t i = start[s * nt + o + 1] - 1; i >= start[s * nt + o]; --i)
+    for (int64_t s = nt - 1; s >= 0; --s) {
+      const int64_t b = start[s * nt + o];
+      for (int64_t i = start[s * nt + o + 1] - 1; i >= b; --i) {
+        if (i - kRowsAhead >= b) prefetch_row<1>(out + rows[order[i - kRowsAhead]] * S, S);
         write_last(out, upd, rows[order[i]], order[i], S, seen);
+      }
+    }
     return;
   }
   for (int64_t s = 0; s < nt; ++s) {
