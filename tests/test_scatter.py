@@ -425,8 +425,8 @@ def test_gathers_every_dtype(dtype, xp):
 
 @pytest.mark.parametrize("S", [1, 3, 16])
 def test_scatter_nd_none_last_update_of_each_row_wins(S, threads):
-    """"none" writes only each row's last update (scatter.hpp walks N backwards and marks
-    the rows it wrote): few distinct rows, many, negative indices, rows in every owner
+    """"none" writes only each row's last update (scatter.hpp walks the updates backwards
+    and marks the rows it wrote): few distinct rows, many, negative indices, rows in every owner
     block of 1-3 threads, against the last occurrence of each row found with np.unique."""
     rng = np.random.default_rng(29)
     shape = (20000, S) if S > 1 else (20000,)        # S = 1: 1-D data, rows of one

@@ -324,10 +324,13 @@ inline int64_t tile_width(int64_t n_axis, int64_t O, int64_t In, int nt) {
   return std::min(fit, std::max(share, line));
 }
 
-inline void prefetch_bytes(const void* p, int64_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b);
-  if (bytes > 0) __builtin_prefetch(c + bytes - 1);
+// Prefetch every line of n elements from p (a segment of a strided row: a tile's or a
+// gather strip's).
+template <int Write, typename T>
+inline void prefetch_segment(const T* p, int64_t n) {
+  const uintptr_t e = reinterpret_cast<uintptr_t>(p + n);
+  for (uintptr_t l = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63); l < e; l += 64)
+    __builtin_prefetch(reinterpret_cast<const void*>(l), Write);
 }
 
 template <typename T, typename I, int Red>
@@ -343,38 +346,32 @@ int64_t scatter_elements_tiles(const T* data, T* out, const I* idx, const T* upd
   parallel_for(tasks, grain, nt, [&](int64_t t0, int64_t t1, int slot) {
     T* tile = tiles(slot);
     int64_t first_bad = kNoBad;
-    // task's first column i0, width tw, and its data block
-    auto block = [&](int64_t task, int64_t& i0, int64_t& tw) {
-      const int64_t o = task / ntile, k = task % ntile;
-      i0 = std::max<int64_t>(0, k * w - off);
-      tw = std::min(In, (k + 1) * w - off) - i0;
-      return o;
-    };
     for (int64_t task = t0; task < t1; ++task) {
-      int64_t i0, tw;
-      const int64_t o = block(task, i0, tw);
-      const int64_t bytes = tw * static_cast<int64_t>(sizeof(T));
+      const int64_t o = task / ntile, k = task % ntile;
+      const int64_t i0 = std::max<int64_t>(0, k * w - off);
+      const int64_t tw = std::min(In, (k + 1) * w - off) - i0;
       const T* src = data + o * n_axis * In + i0;
       T* dst = out + o * n_axis * In + i0;
-      if (tw == In)   // the whole block is one contiguous range (axis -1: In is 1)
-        std::memcpy(tile, src, bytes * n_axis);
-      for (int64_t v = 0; v < n_axis && tw != In; ++v) {
-        if (v + kTileFillAhead < n_axis) prefetch_bytes(src + (v + kTileFillAhead) * In, bytes);
-        std::memcpy(tile + v * tw, src + v * In, bytes);
+      // the block's rows, copied in and streamed out; a whole-width block (axis -1: In
+      // is 1) is one contiguous row
+      const int64_t rows = tw == In ? 1 : n_axis, len = tw == In ? n_axis * In : tw;
+      for (int64_t v = 0; v < rows; ++v) {
+        if (v + kTileFillAhead < rows) prefetch_segment<0>(src + (v + kTileFillAhead) * In, len);
+        std::memcpy(tile + v * len, src + v * In, sizeof(T) * len);
       }
       const I* ir = idx + o * m * In + i0;
       const T* ur = upd + o * m * In + i0;
       for (int64_t j = 0; j < m; ++j) {
         if (j + kTileRowsAhead < m) {
-          prefetch_bytes(ir + (j + kTileRowsAhead) * In, tw * static_cast<int64_t>(sizeof(I)));
-          prefetch_bytes(ur + (j + kTileRowsAhead) * In, bytes);
+          prefetch_segment<0>(ir + (j + kTileRowsAhead) * In, tw);
+          prefetch_segment<0>(ur + (j + kTileRowsAhead) * In, tw);
         }
         const int64_t b = scatter_unit_row<T, I, Red, false>(
             tile, ir + j * In, ur + j * In, 0, tw, tw, n_axis, (o * m + j) * In + i0);
         first_bad = std::min(first_bad, b);
       }
-      if (tw == In) stream_copy(dst, tile, bytes * n_axis);
-      for (int64_t v = 0; v < n_axis && tw != In; ++v) stream_copy(dst + v * In, tile + v * tw, bytes);
+      for (int64_t v = 0; v < rows; ++v)
+        stream_copy(dst + v * In, tile + v * len, sizeof(T) * len);
     }
     stream_fence();
     bad.note(t0 / grain, first_bad);
@@ -597,15 +594,6 @@ struct Strips {
   }
 };
 
-// Prefetch the lines of n elements from p (a strip's segment of a strided row: one
-// line, or two where a row's segment crosses a line).
-template <int Write, typename T>
-inline void prefetch_segment(const T* p, int64_t n) {
-  __builtin_prefetch(p, Write);
-  if ((reinterpret_cast<uintptr_t>(p) ^ reinterpret_cast<uintptr_t>(p + n - 1)) >= 64)
-    __builtin_prefetch(p + n - 1, Write);
-}
-
 // A full strip's row, unrolled and without a branch per element: a bad index reads row
 // 0 (in bounds) and makes it return true, and the caller redoes the row with
 // gather_span, which writes 0 there and finds the position.  2000x2000 idx 500x2000, 2
@@ -655,10 +643,7 @@ int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t
         for (const int64_t e = std::min(n_axis, sv + per); sv < e; ++sv)
           prefetch_segment<0>(nbase + sv * s_axis, nlen);
         if (r + kStripRowsAhead < m) {
-          const I* ip = idx + row + ahead + c0;
-          for (int64_t k = 0; k < len; k += 64 / static_cast<int64_t>(sizeof(I)))
-            __builtin_prefetch(ip + k);
-          __builtin_prefetch(ip + len - 1);
+          prefetch_segment<0>(idx + row + ahead + c0, len);
           prefetch_segment<1>(out + row + ahead + c0, len);
         }
         if (len == st.w &&
@@ -892,7 +877,7 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
         for (int64_t n = N - 1; n >= 0; --n) write_last(out, upd, rows[n], n, S, marks(0));
         return;
       }
-      const int64_t len = (S + nt - 1) / nt;  // long rows: split columns
+      const int64_t len = (S + nt - 1) / nt;  // long rows, or a reduction on one thread: split columns
       const int64_t c0 = std::min(S, t * len), c1 = std::min(S, c0 + len);
       for (int64_t n = 0; n < N && c0 < c1; ++n)
         apply_row<T, Red>(out + rows[n] * S + c0, upd + n * S + c0, c1 - c0);
