@@ -1043,7 +1043,7 @@ struct FloatPath {
 // first tap (o0 + hwindow <= Lin) of the vector horizontal pass below.
 constexpr int64_t hlanes(int64_t C) { return C == 3 ? 4 : C; }
 constexpr int64_t hgroup_px(int64_t C) { return C == 1 ? 4 : (C == 2 ? 2 : 1); }
-constexpr int64_t hwindow(int64_t C, int K) { return C == 1 ? 4 : (C == 3 ? (K - 1) * 3 + 4 : K * C); }
+constexpr int64_t hwindow(int64_t C, int K) { return C == 1 ? 4 : K * hlanes(C); }
 // the same for float64 sums (hrun64): 4 outputs per 256-bit vector for one channel, one
 // pixel per vector for 2-4
 constexpr int64_t hlanes64(int64_t C) { return C == 1 ? 1 : 4; }
@@ -1231,6 +1231,95 @@ struct Lane512 {
     Lane128::store16<T>(_mm512_extractf32x4_ps(v, 3), d + 9);
   }
 };
+
+// 16-bit elements paired in int32 lanes (element 2j low, 2j + 1 high) as two float32
+// vectors, lo = the even elements and hi = the odd ones: ALU work, no shuffle.
+template <typename T>
+RS_INLINE void split_pairs(__m512i v, __m512& lo, __m512& hi) {
+  if constexpr (std::is_same<T, uint16_t>::value) {
+    lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0xffff)));
+    hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 16));
+  } else {
+    lo = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 16), 16));
+    hi = _mm512_cvtepi32_ps(_mm512_srai_epi32(v, 16));
+  }
+}
+
+// Four 3- or 4-channel pixels per step (float32: 3-channel linear only), from one load
+// per pixel: the 4K elements at its first tap hold all K taps (tap k's channels at
+// k * C), and two-source permutes (vpermt2ps) put tap k of the four pixels in the
+// 4-lanes-per-pixel layout of the coefficient table.  Lane512 / Lane256 load each tap
+// of each pixel and shuffle it in place.  Against them, 2 threads, back to back
+// (docs/performance.md, fifteenth run): uint16 3-channel cubic and the 3-channel VGA ->
+// 1280x960 linear 0.83-0.88, float32 640x480x3 -> 224x224 linear 0.90; float32 4-channel
+// linear (1.12) and float32 cubic (1.3: four 64-byte loads and twelve permutes per step)
+// keep Lane256.
+
+// Linear: the windows (8 elements) of 4 pixels as the 32 elements of a and b, pixel i's
+// element e at 8i + e.  float32: a = pixels 0, 1 and b = 2, 3; 16-bit: the four in one
+// register, split_pairs.  index2 maps an element to its permute index.
+template <typename T>
+RS_INLINE void quad_windows2(const T* S, const int64_t* o, __m512& a, __m512& b) {
+  if constexpr (std::is_same<T, float>::value) {
+    a = _mm512_mask_broadcast_f32x8(_mm512_castps256_ps512(_mm256_loadu_ps(S + o[0])), 0xFF00,
+                                    _mm256_loadu_ps(S + o[1]));
+    b = _mm512_mask_broadcast_f32x8(_mm512_castps256_ps512(_mm256_loadu_ps(S + o[2])), 0xFF00,
+                                    _mm256_loadu_ps(S + o[3]));
+  } else {
+    auto ld = [&](int i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(S + o[i])); };
+    __m512i v = _mm512_castsi128_si512(ld(0));
+    v = _mm512_mask_broadcast_i32x4(v, 0x00F0, ld(1));
+    v = _mm512_mask_broadcast_i32x4(v, 0x0F00, ld(2));
+    v = _mm512_mask_broadcast_i32x4(v, 0xF000, ld(3));
+    split_pairs<T>(v, a, b);
+  }
+}
+
+template <typename T>
+RS_INLINE __m512i index2(__m512i e) {
+  if constexpr (std::is_same<T, float>::value) return e;
+  return _mm512_add_epi32(_mm512_srli_epi32(e, 1),
+                          _mm512_slli_epi32(_mm512_and_si512(e, _mm512_set1_epi32(1)), 4));
+}
+
+// 16 16-bit elements at p as float32
+template <typename T>
+RS_INLINE __m512 widen16f(const T* p) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_cvtepi32_ps(std::is_same<T, uint16_t>::value ? _mm512_cvtepu16_epi32(v)
+                                                              : _mm512_cvtepi16_epi32(v));
+}
+
+template <int C, int K, typename T>
+RS_INLINE void hquad(const T* S, const int64_t* o, const float* c, int64_t cstride, float* H) {
+  __m512 acc;
+  if constexpr (K == 2) {  // lane 4i + e <- element 8i + kC + e
+    __m512 a, b;
+    quad_windows2<T>(S, o, a, b);
+    const __m512i e0 = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const __m512i i0 = index2<T>(e0);
+    const __m512i i1 = index2<T>(_mm512_add_epi32(e0, _mm512_set1_epi32(C)));
+    acc = _mm512_add_ps(_mm512_mul_ps(_mm512_permutex2var_ps(a, i0, b), _mm512_loadu_ps(c)),
+                        _mm512_mul_ps(_mm512_permutex2var_ps(a, i1, b),
+                                      _mm512_loadu_ps(c + cstride)));
+  } else {  // cubic, 16-bit: pixel i's 16 elements in w[i]; lane 4i + e <- w[i][kC + e]
+    static_assert(sizeof(T) == 2, "float32 cubic keeps Lane256");
+    const __m512 w[4] = {widen16f(S + o[0]), widen16f(S + o[1]), widen16f(S + o[2]),
+                         widen16f(S + o[3])};
+    __m512i ik = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 0, 1, 2, 3, 16, 17, 18, 19);
+    for (int k = 0; k < K; ++k) {
+      const __m512 t = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(w[0], ik, w[1]),
+                                            _mm512_permutex2var_ps(w[2], ik, w[3]));
+      const __m512 p = _mm512_mul_ps(t, _mm512_loadu_ps(c + k * cstride));
+      acc = k == 0 ? p : _mm512_add_ps(acc, p);
+      ik = _mm512_add_epi32(ik, _mm512_set1_epi32(C));
+    }
+  }
+  if constexpr (C == 3)  // drop lane 4i + 3 (the row's slack takes the store's tail)
+    acc = _mm512_permutexvar_ps(
+        _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15), acc);
+  _mm512_storeu_ps(H, acc);
+}
 #endif
 
 // The K taps of pixels [d, d + kGroups * P) of one source row S (o = first-tap offsets
@@ -1273,17 +1362,83 @@ RS_INLINE void hgroup(const T* S, const int64_t* o, const float* c, int64_t cstr
   else L::store(H, acc);
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// One-channel linear rows: kPermPx pixels per step whose taps lie in the 128 bytes at the
+// first one's first tap (any upscale; downscales up to about 4x) take both taps of every
+// pixel from two 512-bit loads with one two-source permute (16-bit: vpermt2w, each dword
+// = the pixel's tap pair; float32: vpermt2ps, taps 0 in lanes 0-7 and 1 in 8-15), where
+// the window pass needs a load and shuffles per tap.  The step's 16 int32 indices come
+// from perm_table (kPermNone where the step's taps do not fit).
+template <typename T>
+constexpr int64_t kPermPx = sizeof(T) == 2 ? 16 : 8;
+constexpr int32_t kPermNone = -1;
+
+template <typename T>
+RS_INLINE void hperm(const T* S, const int32_t* ix, const float* c, int64_t cstride, float* H) {
+  const __m512i idx = _mm512_loadu_si512(ix);
+  if constexpr (std::is_same<T, float>::value) {
+    const __m512 t = _mm512_permutex2var_ps(_mm512_loadu_ps(S), idx, _mm512_loadu_ps(S + 16));
+    const __m512 p = _mm512_mul_ps(
+        t, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(c)), _mm256_loadu_ps(c + cstride), 1));
+    _mm256_storeu_ps(H, _mm256_add_ps(_mm512_castps512_ps256(p), _mm512_extractf32x8_ps(p, 1)));
+  } else {
+    __m512 t0, t1;
+    split_pairs<T>(_mm512_permutex2var_epi16(_mm512_loadu_si512(S), idx, _mm512_loadu_si512(S + 32)),
+                   t0, t1);
+    _mm512_storeu_ps(H, _mm512_add_ps(_mm512_mul_ps(t0, _mm512_loadu_ps(c)),
+                                      _mm512_mul_ps(t1, _mm512_loadu_ps(c + cstride))));
+  }
+}
+#endif
+
+// The permute indices of the steps of pixels [lo + i * kPermPx, ...) inside [lo, hi) (o0:
+// first-tap offsets, taps consecutive; Lin: the row's length), 16 int32 per step; empty
+// where the build has no permute step.
+template <typename T>
+std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin) {
+  std::vector<int32_t> ix;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  constexpr int64_t G = kPermPx<T>, span = 128 / sizeof(T);
+  for (int64_t d = lo; d + G <= hi; d += G) {
+    const int64_t base = o0[d];
+    const bool fits = base + span <= Lin && o0[d + G - 1] + 1 - base < span;
+    for (int64_t j = 0; j < 16; ++j) {
+      int32_t v = kPermNone;
+      if (fits && sizeof(T) == 2)  // words 2j, 2j + 1 = pixel j's taps
+        v = static_cast<int32_t>((o0[d + j] - base) | (o0[d + j] - base + 1) << 16);
+      else if (fits)  // lane j: pixel j % 8's tap j / 8
+        v = static_cast<int32_t>(o0[d + j % 8] - base + j / 8);
+      ix.push_back(v);
+    }
+  }
+#endif
+  return ix;
+}
+
 // The vector pass over pixels [lo, hi); returns where it stopped (the rest is scalar).
+// perm: perm_table's indices for C = 1, K = 2 where the build has them (else null).
 template <int C, int K, typename T>
 inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstride, int64_t lo,
-                    int64_t hi, float* H) {
+                    int64_t hi, const int32_t* perm, float* H) {
   constexpr int64_t P = hgroup_px(C), Lp = hlanes(C);
   int64_t d = lo;
   RowPrefetch<C> pf;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  // 16-bit sources only: float32 ran 0.90-1.11 of the 256-bit pass (2 threads, x86-64-v4
-  // / x86-64-v3 builds, scripts/simd_ab.py), 16-bit 0.75-0.95 with the vertical passes
-  if constexpr (!std::is_same<T, float>::value) {
+  // (16-bit sources only in the window steps: float32's ran 0.90-1.11 of the 256-bit
+  // pass, 2 threads, x86-64-v4 / x86-64-v3 builds, scripts/simd_ab.py)
+  if constexpr (C == 1 && K == 2) {
+    constexpr int64_t G = kPermPx<T>;
+    using L = typename std::conditional<sizeof(T) == 2, Lane512, Lane256>::type;  // G pixels
+    for (; perm && d + G <= hi; d += G, perm += 16) {
+      if (perm[0] != kPermNone) hperm<T>(S + o0[d], perm, cw + d, cstride, H + d);
+      else hgroup<L, C, K, T>(S, o0 + d, cw + d, cstride, H + d);
+    }
+  } else if constexpr (std::is_same<T, float>::value ? C == 3 && K == 2 : C >= 3) {
+    for (; d + 4 <= hi; d += 4) {
+      pf(S + o0[d]);
+      hquad<C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
+    }
+  } else if constexpr (!std::is_same<T, float>::value) {
     for (; d + 4 * P <= hi; d += 4 * P) {
       pf(S + o0[d]);
       hgroup<Lane512, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
@@ -1553,12 +1708,12 @@ constexpr bool kHVec = false;
 
 template <int C, int K, typename T, typename WT = typename FloatPath<T>::WT>
 inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride, int64_t lo,
-                    int64_t hi, WT* H) {
+                    int64_t hi, const int32_t* perm, WT* H) {
 #if defined(__AVX2__)
   if constexpr (std::is_same_v<WT, double>) return hrun64<C, K, T>(S, o0, cw, cstride, lo, hi, H);
 #endif
 #if defined(__SSE2__)
-  if constexpr (std::is_same_v<WT, float>) return hrun<C, K, T>(S, o0, cw, cstride, lo, hi, H);
+  if constexpr (std::is_same_v<WT, float>) return hrun<C, K, T>(S, o0, cw, cstride, lo, hi, perm, H);
 #endif
   return lo;  // (not instantiated where kHVec<WT> is false)
 }
@@ -1627,7 +1782,9 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
   int64_t f0 = 0, f1 = 0, Lp = 1;
   std::vector<int64_t> o0;
   std::vector<WT> cw;
-  using HRun = int64_t (*)(const T*, const int64_t*, const WT*, int64_t, int64_t, int64_t, WT*);
+  std::vector<int32_t> perm;
+  using HRun = int64_t (*)(const T*, const int64_t*, const WT*, int64_t, int64_t, int64_t,
+                           const int32_t*, WT*);
   HRun run = nullptr;
   int64_t reach = 0;  // elements the vector pass reads from a pixel's first tap
   if constexpr (kHVec<WT>) {
@@ -1654,14 +1811,17 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
       for (int k = 0; k < K; ++k)
         for (int64_t l = 0; l < Lp; ++l) cw[(k * dw + d) * Lp + l] = xa[d * K + k];
     }
+    if constexpr (std::is_same_v<WT, float>)
+      if (C == 1 && K == 2) perm = perm_table<T>(o0.data(), f0, f1, Lin);
   }
   const int64_t* o0_p = o0.data();
   const WT* cw_p = cw.data();
+  const int32_t* perm_p = perm.empty() ? nullptr : perm.data();
   const int64_t cstride = dw * Lp;
   auto hrow = [=](const T* S, WT* H) {
     int64_t d = 0;
     for (; d < f0; ++d) pixel(S, H, d);
-    if (run) d = run(S, o0_p, cw_p, cstride, f0, f1, H);
+    if (run) d = run(S, o0_p, cw_p, cstride, f0, f1, perm_p, H);
     for (; d < dw; ++d) pixel(S, H, d);
   };
   constexpr int64_t lanes = FloatPath<T>::kCubicLanes;
