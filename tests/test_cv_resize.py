@@ -175,14 +175,15 @@ def test_wide_types_against_cv2_default_ipp():
 
 @pytest.mark.parametrize("dtype", ["uint16", "int16", "float32"])
 def test_wide_rows_take_every_vector_step(dtype):
-    """Rows wide enough for the x86-64-v4 build's steps: the one-channel permute steps
-    (16 pixels for 16-bit, 8 for float32, taken where a step's taps lie in 128 bytes: the
-    downscales past about 4x mix them with the window steps) and the four-pixel steps of
-    3 and 4 channels, at every offset of the row's vector run; IPP off, bit for bit."""
+    """Rows wide enough for the x86-64-v4 build's steps: the permute steps of 1 and 2
+    channels (16 elements for 16-bit, 8 for float32, taken where a step's taps lie in 128
+    bytes: the downscales past about 4x mix them with the window steps) and the
+    four-pixel steps of 3 and 4 channels, at every offset of the row's vector run; IPP
+    off, bit for bit."""
     cv2 = peer("cv2")
     rng = _rng(19)
     with _ipp(cv2, False):
-        for C in (1, 3, 4):
+        for C in (1, 2, 3, 4):
             for w in (190, 203):
                 img = _image(rng, (9, w, C), dtype)
                 for dw in (w * 2 + 5, w - 7, w // 2 + 1, w // 3, w // 4 + 3, w // 4 - 2, w // 5,

@@ -1173,45 +1173,14 @@ struct Lane256 {
 #endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-// The x86-64-v4 build: four groups per 512-bit vector (pixels [d + iP, d + (i + 1)P) in
-// 128-bit lane i), the same in-lane shuffles, so each lane's arithmetic is the scalar
-// sequence as in Lane128 / Lane256.
-// (16-bit sources only: hrun keeps float32 on Lane256)
-template <typename T>
-RS_INLINE __m512 load4f_x4(const T* a, const T* b, const T* c, const T* d) {
-  static_assert(sizeof(T) == 2, "uint16 / int16 windows");
-  const __m128i ab = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
-                                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
-  const __m128i cd = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)),
-                                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(d)));
-  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(ab), cd, 1);
-  if constexpr (std::is_same<T, uint16_t>::value)
-    return _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(v));
-  else
-    return _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(v));
-}
-
+// The x86-64-v4 build's 16-bit vertical pass (vrun16): 16 lanes of the same sequence.
+// (Its horizontal steps are hperm and hquad below; 16-bit 3- and 4-channel rows took four
+// 128-bit groups per 512-bit vector here before them.)
 struct Lane512 {
   using V = __m512;
-  static constexpr int kGroups = 4;
-  template <typename T, int P>
-  static RS_INLINE V window(const T* S, const int64_t* o, int64_t e) {
-    return load4f_x4<T>(S + o[0] + e, S + o[P] + e, S + o[2 * P] + e, S + o[3 * P] + e);
-  }
   static RS_INLINE V load(const float* p) { return _mm512_loadu_ps(p); }
   static RS_INLINE V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static RS_INLINE V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static RS_INLINE V lo(V a, V b) { return _mm512_shuffle_ps(a, b, 0x44); }
-  static RS_INLINE V hi(V a, V b) { return _mm512_shuffle_ps(a, b, 0xEE); }
-  static RS_INLINE V unlo(V a, V b) { return _mm512_unpacklo_ps(a, b); }
-  static RS_INLINE V unhi(V a, V b) { return _mm512_unpackhi_ps(a, b); }
-  static RS_INLINE void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static RS_INLINE void store3(float* p, V v) {  // pixel d + i at p + 3i
-    _mm_storeu_ps(p, _mm512_castps512_ps128(v));
-    _mm_storeu_ps(p + 3, _mm512_extractf32x4_ps(v, 1));
-    _mm_storeu_ps(p + 6, _mm512_extractf32x4_ps(v, 2));
-    _mm_storeu_ps(p + 9, _mm512_extractf32x4_ps(v, 3));
-  }
   static RS_INLINE V set1(float a) { return _mm512_set1_ps(a); }
   template <typename T>
   static RS_INLINE void store16(V v, T* d) {  // store4_16 for 16 lanes
@@ -1222,13 +1191,6 @@ struct Lane512 {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), std::is_same<T, uint16_t>::value
                                                            ? _mm512_cvtusepi32_epi16(q)
                                                            : _mm512_cvtsepi32_epi16(q));
-  }
-  template <typename T>
-  static RS_INLINE void store3_16(V v, T* d) {  // pixel d + i at d + 3i
-    Lane128::store16<T>(_mm512_castps512_ps128(v), d);
-    Lane128::store16<T>(_mm512_extractf32x4_ps(v, 1), d + 3);
-    Lane128::store16<T>(_mm512_extractf32x4_ps(v, 2), d + 6);
-    Lane128::store16<T>(_mm512_extractf32x4_ps(v, 3), d + 9);
   }
 };
 
@@ -1248,8 +1210,9 @@ RS_INLINE void split_pairs(__m512i v, __m512& lo, __m512& hi) {
 // Four 3- or 4-channel pixels per step (float32: 3-channel linear only), from one load
 // per pixel: the 4K elements at its first tap hold all K taps (tap k's channels at
 // k * C), and two-source permutes (vpermt2ps) put tap k of the four pixels in the
-// 4-lanes-per-pixel layout of the coefficient table.  Lane512 / Lane256 load each tap
-// of each pixel and shuffle it in place.  Against them, 2 threads, back to back
+// 4-lanes-per-pixel layout of the coefficient table.  The window steps (Lane256, and
+// before this a 512-bit one for 16-bit) load each tap of each pixel and shuffle it in
+// place.  Against them, 2 threads, back to back
 // (docs/performance.md, fifteenth run): uint16 3-channel cubic and the 3-channel VGA ->
 // 1280x960 linear 0.83-0.88, float32 640x480x3 -> 224x224 linear 0.90; float32 4-channel
 // linear (1.12) and float32 cubic (1.3: four 64-byte loads and twelve permutes per step)
@@ -1363,60 +1326,77 @@ RS_INLINE void hgroup(const T* S, const int64_t* o, const float* c, int64_t cstr
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-// One-channel linear rows: kPermPx pixels per step whose taps lie in the 128 bytes at the
-// first one's first tap (any upscale; downscales up to about 4x) take both taps of every
-// pixel from two 512-bit loads with one two-source permute (16-bit: vpermt2w, each dword
-// = the pixel's tap pair; float32: vpermt2ps, taps 0 in lanes 0-7 and 1 in 8-15), where
-// the window pass needs a load and shuffles per tap.  The step's 16 int32 indices come
-// from perm_table (kPermNone where the step's taps do not fit).
+// One-channel rows (16-bit; float32 linear only): kPermPx pixels per step whose taps lie
+// in the 128 bytes at the step's first tap (any upscale; downscales up to about 4x) take
+// every tap from two 512-bit loads and one two-source permute per tap pair (16-bit:
+// vpermt2w, each int32 lane a pixel's taps 2m and 2m + 1, split without a shuffle;
+// float32: vpermt2ps, tap 2m in lanes 0-7 and 2m + 1 in 8-15), where Lane256 loads four
+// windows per group of outputs and transposes them.  The step's K / 2 vectors of 16
+// int32 indices come from perm_table (kPermNone where the step's taps do not fit: such
+// steps take Lane256's windows).  2 threads, back to back, against the window steps:
+// uint16 1920x1080 -> 640x640 linear 0.80 and cubic about 0.85, float32 linear 0.88;
+// float32 cubic and 2-channel rows (16-bit and float32) were no faster (docs/performance.md,
+// fifteenth run).
 template <typename T>
 constexpr int64_t kPermPx = sizeof(T) == 2 ? 16 : 8;
 constexpr int32_t kPermNone = -1;
 
-template <typename T>
+template <int K, typename T>
 RS_INLINE void hperm(const T* S, const int32_t* ix, const float* c, int64_t cstride, float* H) {
-  const __m512i idx = _mm512_loadu_si512(ix);
   if constexpr (std::is_same<T, float>::value) {
-    const __m512 t = _mm512_permutex2var_ps(_mm512_loadu_ps(S), idx, _mm512_loadu_ps(S + 16));
-    const __m512 p = _mm512_mul_ps(
-        t, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(c)), _mm256_loadu_ps(c + cstride), 1));
-    _mm256_storeu_ps(H, _mm256_add_ps(_mm512_castps512_ps256(p), _mm512_extractf32x8_ps(p, 1)));
+    const __m512 a = _mm512_loadu_ps(S), b = _mm512_loadu_ps(S + 16);
+    __m256 acc;
+    for (int m = 0; m < K / 2; ++m) {
+      const __m512 t = _mm512_permutex2var_ps(a, _mm512_loadu_si512(ix + 16 * m), b);
+      const float* cm = c + 2 * m * cstride;
+      const __m512 p = _mm512_mul_ps(
+          t, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(cm)), _mm256_loadu_ps(cm + cstride), 1));
+      const __m256 p0 = _mm512_castps512_ps256(p), p1 = _mm512_extractf32x8_ps(p, 1);
+      acc = m == 0 ? _mm256_add_ps(p0, p1) : _mm256_add_ps(_mm256_add_ps(acc, p0), p1);
+    }
+    _mm256_storeu_ps(H, acc);
   } else {
-    __m512 t0, t1;
-    split_pairs<T>(_mm512_permutex2var_epi16(_mm512_loadu_si512(S), idx, _mm512_loadu_si512(S + 32)),
-                   t0, t1);
-    _mm512_storeu_ps(H, _mm512_add_ps(_mm512_mul_ps(t0, _mm512_loadu_ps(c)),
-                                      _mm512_mul_ps(t1, _mm512_loadu_ps(c + cstride))));
+    const __m512i a = _mm512_loadu_si512(S), b = _mm512_loadu_si512(S + 32);
+    __m512 acc;
+    for (int m = 0; m < K / 2; ++m) {
+      __m512 t0, t1;
+      split_pairs<T>(_mm512_permutex2var_epi16(a, _mm512_loadu_si512(ix + 16 * m), b), t0, t1);
+      const float* cm = c + 2 * m * cstride;
+      const __m512 p0 = _mm512_mul_ps(t0, _mm512_loadu_ps(cm));
+      const __m512 p1 = _mm512_mul_ps(t1, _mm512_loadu_ps(cm + cstride));
+      acc = m == 0 ? _mm512_add_ps(p0, p1) : _mm512_add_ps(_mm512_add_ps(acc, p0), p1);
+    }
+    _mm512_storeu_ps(H, acc);
   }
 }
 #endif
 
-// The permute indices of the steps of pixels [lo + i * kPermPx, ...) inside [lo, hi) (o0:
-// first-tap offsets, taps consecutive; Lin: the row's length), 16 int32 per step; empty
-// where the build has no permute step.
+// The permute indices of hperm's steps over pixels [lo, hi) of a one-channel row with K
+// consecutive taps (o0: first-tap offsets; Lin: the row's length), 8K int32 per step;
+// empty where the build has no permute step.
 template <typename T>
-std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin) {
+std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin, int K) {
   std::vector<int32_t> ix;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  constexpr int64_t G = kPermPx<T>, span = 128 / sizeof(T);
+  const int64_t span = 128 / sizeof(T), G = kPermPx<T>;
   for (int64_t d = lo; d + G <= hi; d += G) {
     const int64_t base = o0[d];
-    const bool fits = base + span <= Lin && o0[d + G - 1] + 1 - base < span;
-    for (int64_t j = 0; j < 16; ++j) {
-      int32_t v = kPermNone;
-      if (fits && sizeof(T) == 2)  // words 2j, 2j + 1 = pixel j's taps
-        v = static_cast<int32_t>((o0[d + j] - base) | (o0[d + j] - base + 1) << 16);
-      else if (fits)  // lane j: pixel j % 8's tap j / 8
-        v = static_cast<int32_t>(o0[d + j % 8] - base + j / 8);
-      ix.push_back(v);
-    }
+    const bool fits = base + span <= Lin && o0[d + G - 1] + K - 1 - base < span;
+    for (int m = 0; m < K / 2; ++m)
+      for (int64_t j = 0; j < 16; ++j) {
+        // 16-bit: pixel j's taps 2m, 2m + 1 (words 2j, 2j + 1); float32: pixel j % 8's
+        // tap 2m + j / 8
+        const int64_t w = sizeof(T) == 2 ? o0[d + j] + 2 * m - base : o0[d + j % 8] + 2 * m + j / 8 - base;
+        const int64_t v = sizeof(T) == 2 ? w | (w + 1) << 16 : w;
+        ix.push_back(fits ? static_cast<int32_t>(v) : kPermNone);
+      }
   }
 #endif
   return ix;
 }
 
 // The vector pass over pixels [lo, hi); returns where it stopped (the rest is scalar).
-// perm: perm_table's indices for C = 1, K = 2 where the build has them (else null).
+// perm: perm_table's indices where the build has them for C and K (else null).
 template <int C, int K, typename T>
 inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstride, int64_t lo,
                     int64_t hi, const int32_t* perm, float* H) {
@@ -1424,24 +1404,19 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
   int64_t d = lo;
   RowPrefetch<C> pf;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  // (16-bit sources only in the window steps: float32's ran 0.90-1.11 of the 256-bit
-  // pass, 2 threads, x86-64-v4 / x86-64-v3 builds, scripts/simd_ab.py)
-  if constexpr (C == 1 && K == 2) {
+  if constexpr (C == 1 && (K == 2 || sizeof(T) == 2)) {
     constexpr int64_t G = kPermPx<T>;
-    using L = typename std::conditional<sizeof(T) == 2, Lane512, Lane256>::type;  // G pixels
-    for (; perm && d + G <= hi; d += G, perm += 16) {
-      if (perm[0] != kPermNone) hperm<T>(S + o0[d], perm, cw + d, cstride, H + d);
-      else hgroup<L, C, K, T>(S, o0 + d, cw + d, cstride, H + d);
+    for (; perm && d + G <= hi; d += G, perm += 8 * K) {
+      if (perm[0] != kPermNone) {
+        hperm<K, T>(S + o0[d], perm, cw + d, cstride, H + d);
+      } else {
+        for (int64_t e = d; e < d + G; e += 2 * P) hgroup<Lane256, C, K, T>(S, o0 + e, cw + e, cstride, H + e);
+      }
     }
   } else if constexpr (std::is_same<T, float>::value ? C == 3 && K == 2 : C >= 3) {
     for (; d + 4 <= hi; d += 4) {
       pf(S + o0[d]);
       hquad<C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
-    }
-  } else if constexpr (!std::is_same<T, float>::value) {
-    for (; d + 4 * P <= hi; d += 4 * P) {
-      pf(S + o0[d]);
-      hgroup<Lane512, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
     }
   }
 #endif
@@ -1812,7 +1787,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
         for (int64_t l = 0; l < Lp; ++l) cw[(k * dw + d) * Lp + l] = xa[d * K + k];
     }
     if constexpr (std::is_same_v<WT, float>)
-      if (C == 1 && K == 2) perm = perm_table<T>(o0.data(), f0, f1, Lin);
+      if (C == 1 && (K == 2 || sizeof(T) == 2)) perm = perm_table<T>(o0.data(), f0, f1, Lin, K);
   }
   const int64_t* o0_p = o0.data();
   const WT* cw_p = cw.data();
