@@ -38,9 +38,8 @@ def info():
 def simd_summary():
     """Which build of each CPU kernel family this machine imports (fastops/_cpu/avx2,
     fastops/_cpu/avx512)."""
-    import os
-
     from fastops import _dispatch
+    from fastops._cpu import _runtime
     names = {"avx512": "x86-64-v4 (AVX-512)", "avx2": "x86-64-v3 (AVX2, FMA)"}
     built = sorted({f for fams in _dispatch.simd_families().values() for f in fams})
     if not built:
@@ -51,7 +50,7 @@ def simd_summary():
         if subdir in names:
             used.setdefault(names[subdir], []).append(f)
     if not used:
-        forced = os.environ.get("FASTOPS_SIMD", "").strip().lower() == "baseline"
+        forced = _runtime.simd_cap() == "baseline"
         why = "FASTOPS_SIMD=baseline" if forced else "this CPU has no AVX2/FMA"
         return f"baseline build for every family ({why})"
     return ("; ".join(f"{name} for {', '.join(fams)}" for name, fams in used.items())

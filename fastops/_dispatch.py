@@ -198,11 +198,8 @@ _SIMD_ORDER = ("baseline", "x86-64-v3", "x86-64-v4")
 def simd_target():
     """The newest target this CPU runs: "x86-64-v4" (AVX-512), "x86-64-v3" (AVX2, FMA) or
     "baseline"; FASTOPS_SIMD=baseline or =x86-64-v3 caps it (e.g. to compare builds)."""
-    import os
     from fastops._cpu import _runtime
-    wanted = os.environ.get("FASTOPS_SIMD", "").strip().lower() or "x86-64-v4"
-    if wanted not in _SIMD_ORDER:
-        raise ValueError(f"FASTOPS_SIMD={wanted!r}: expected one of {', '.join(_SIMD_ORDER)}")
+    wanted = _runtime.simd_cap()    # the kernels' own reading of FASTOPS_SIMD
     for target, _, test in SIMD_BUILDS:
         if _SIMD_ORDER.index(target) <= _SIMD_ORDER.index(wanted) and getattr(_runtime, test)():
             return target

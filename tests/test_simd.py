@@ -194,7 +194,7 @@ def test_dispatch_follows_the_cpu_and_fastops_simd(monkeypatch):
     cases = [("", True, True, "x86-64-v4"), ("", True, False, "x86-64-v3"),
              ("", False, False, "baseline"), ("baseline", True, True, "baseline"),
              ("x86-64-v3", True, True, "x86-64-v3"), ("x86-64-v4", False, False, "baseline"),
-             ("X86-64-V4", True, True, "x86-64-v4")]
+             ("X86-64-V4", True, True, "x86-64-v4"), (" x86-64-v3\n", True, True, "x86-64-v3")]
     for env, v3, v4, target in cases:
         monkeypatch.setenv("FASTOPS_SIMD", env)
         monkeypatch.setattr(_runtime, "has_x86_64_v3", lambda v3=v3: v3)

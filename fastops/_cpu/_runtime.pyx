@@ -1,4 +1,6 @@
-# OpenMP runtime queries for fastops._threads.
+# OpenMP runtime queries for fastops._threads, and the CPU's SIMD support.
+import os
+
 cimport openmp
 
 
@@ -34,6 +36,22 @@ cdef extern from *:
     """
     int fastops_has_x86_64_v3() nogil
     int fastops_has_x86_64_v4() nogil
+
+
+cdef extern from "common.hpp" namespace "fastops":
+    int simd_cap_of(const char* env) nogil
+
+
+def simd_cap():
+    """FASTOPS_SIMD as the kernels parse it (common.hpp simd_cap_of): "baseline",
+    "x86-64-v3" or "x86-64-v4" (unset: "x86-64-v4"); ValueError for another value."""
+    env = os.environ.get("FASTOPS_SIMD")
+    cdef bytes raw = env.encode("utf-8", "surrogateescape") if env is not None else None
+    cap = simd_cap_of(<const char*>raw if raw is not None else NULL)
+    if cap < 0:
+        raise ValueError(f"FASTOPS_SIMD={os.environ.get('FASTOPS_SIMD')!r}: expected one of "
+                         "baseline, x86-64-v3, x86-64-v4")
+    return ("baseline", "x86-64-v3", "x86-64-v4")[cap]
 
 
 def has_x86_64_v3():

@@ -1,15 +1,40 @@
 // Shared helpers for the CPU kernels (included by every family header).
 #pragma once
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <string>
 #include <type_traits>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 namespace fastops {
+
+// The one parser of FASTOPS_SIMD: the newest instruction set the kernels may use, 0
+// baseline (SSE2), 1 x86-64-v3 (AVX2), 2 x86-64-v4 (AVX-512; unset or empty), -1 for a
+// value it does not know (case and surrounding blanks ignored).  fastops/_dispatch.py
+// picks the SIMD build of each family with it (_runtime.simd_cap, which raises on -1),
+// and the run-time dispatched steps (resample.hpp) cap themselves with simd_cap(), so
+// one setting governs both.
+inline int simd_cap_of(const char* env) {
+  std::string v = env != nullptr ? env : "";
+  const size_t a = v.find_first_not_of(" \t\r\n"), b = v.find_last_not_of(" \t\r\n");
+  v = a == std::string::npos ? "" : v.substr(a, b - a + 1);
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v.empty() || v == "x86-64-v4") return 2;
+  if (v == "x86-64-v3") return 1;
+  return v == "baseline" ? 0 : -1;
+}
+
+// The environment's cap, read at the first run-time dispatch of the process.
+inline int simd_cap() {
+  static const int cap = simd_cap_of(std::getenv("FASTOPS_SIMD"));
+  return cap;
+}
 
 // NaN test that folds to `false` for integer types.
 template <typename T>

@@ -43,13 +43,10 @@
 #pragma once
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <string>
 #include <type_traits>
 #include <vector>
 #include "npy_types.hpp"
@@ -511,33 +508,22 @@ __attribute__((target("avx2"))) void vstep_flat_avx2(const S* const* rows, const
   }
 }
 
-// FASTOPS_NO_AVX2=1 in the environment keeps the SSE2 path (the tests compare both).
+// FASTOPS_SIMD=baseline keeps the SSE2 path (the tests compare both; common.hpp simd_cap).
 inline bool cpu_has_avx2() {
-  static const bool ok = [] {
-    const char* env = std::getenv("FASTOPS_NO_AVX2");
-    if (env != nullptr && env[0] != '\0' && env[0] != '0') return false;
-    return static_cast<bool>(__builtin_cpu_supports("avx2"));
-  }();
+  static const bool ok = simd_cap() >= 1 && __builtin_cpu_supports("avx2");
   return ok;
 }
 
 // AVX-512 (16 lanes) for the vertical step and the float -> 8-bit store, where the AVX2
-// ones run (the avx2 flag) and the CPU has AVX-512 F/BW unless FASTOPS_SIMD caps the
-// build at baseline or x86-64-v3 (fastops/_dispatch.py), as the x86-64-v4 builds do.
+// ones run (the avx2 flag) and the CPU has AVX-512 F/BW unless FASTOPS_SIMD caps it at
+// baseline or x86-64-v3 (simd_cap), as it caps the x86-64-v4 builds.
 // The same operations per lane.  uint8 540x960x3 -> 1080x1920 linear, one thread, back
 // to back: see docs/performance.md (thirteenth run).
 #define RS_AVX512_FN __attribute__((target("avx512f,avx512bw"), always_inline)) inline
 
 inline bool cpu_has_avx512() {
-  static const bool ok = [] {
-    const char* env = std::getenv("FASTOPS_SIMD");
-    if (env != nullptr) {
-      std::string cap(env);
-      for (char& c : cap) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (cap == "baseline" || cap == "x86-64-v3") return false;
-    }
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  }();
+  static const bool ok = simd_cap() >= 2 && __builtin_cpu_supports("avx512f") &&
+                         __builtin_cpu_supports("avx512bw");
   return ok;
 }
 
