@@ -1349,8 +1349,9 @@ RS_INLINE void hperm(const T* S, const int32_t* ix, const float* c, int64_t cstr
     for (int m = 0; m < K / 2; ++m) {
       const __m512 t = _mm512_permutex2var_ps(a, _mm512_loadu_si512(ix + 16 * m), b);
       const float* cm = c + 2 * m * cstride;
-      const __m512 p = _mm512_mul_ps(
-          t, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(cm)), _mm256_loadu_ps(cm + cstride), 1));
+      const __m512 cv = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(cm)),
+                                           _mm256_loadu_ps(cm + cstride), 1);
+      const __m512 p = _mm512_mul_ps(t, cv);
       const __m256 p0 = _mm512_castps512_ps256(p), p1 = _mm512_extractf32x8_ps(p, 1);
       acc = m == 0 ? _mm256_add_ps(p0, p1) : _mm256_add_ps(_mm256_add_ps(acc, p0), p1);
     }
@@ -1371,6 +1372,10 @@ RS_INLINE void hperm(const T* S, const int32_t* ix, const float* c, int64_t cstr
 }
 #endif
 
+// Whether hperm takes the rows of C channels and K taps (the x86-64-v4 build only).
+template <typename T>
+constexpr bool perm_rows(int64_t C, int K) { return C == 1 && (K == 2 || sizeof(T) == 2); }
+
 // The permute indices of hperm's steps over pixels [lo, hi) of a one-channel row with K
 // consecutive taps (o0: first-tap offsets; Lin: the row's length), 8K int32 per step;
 // empty where the build has no permute step.
@@ -1386,7 +1391,8 @@ std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64
       for (int64_t j = 0; j < 16; ++j) {
         // 16-bit: pixel j's taps 2m, 2m + 1 (words 2j, 2j + 1); float32: pixel j % 8's
         // tap 2m + j / 8
-        const int64_t w = sizeof(T) == 2 ? o0[d + j] + 2 * m - base : o0[d + j % 8] + 2 * m + j / 8 - base;
+        const int64_t w = sizeof(T) == 2 ? o0[d + j] + 2 * m - base
+                                         : o0[d + j % 8] + 2 * m + j / 8 - base;
         const int64_t v = sizeof(T) == 2 ? w | (w + 1) << 16 : w;
         ix.push_back(fits ? static_cast<int32_t>(v) : kPermNone);
       }
@@ -1404,13 +1410,14 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
   int64_t d = lo;
   RowPrefetch<C> pf;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  if constexpr (C == 1 && (K == 2 || sizeof(T) == 2)) {
+  if constexpr (perm_rows<T>(C, K)) {
     constexpr int64_t G = kPermPx<T>;
     for (; perm && d + G <= hi; d += G, perm += 8 * K) {
       if (perm[0] != kPermNone) {
         hperm<K, T>(S + o0[d], perm, cw + d, cstride, H + d);
       } else {
-        for (int64_t e = d; e < d + G; e += 2 * P) hgroup<Lane256, C, K, T>(S, o0 + e, cw + e, cstride, H + e);
+        for (int64_t e = d; e < d + G; e += 2 * P)
+          hgroup<Lane256, C, K, T>(S, o0 + e, cw + e, cstride, H + e);
       }
     }
   } else if constexpr (std::is_same<T, float>::value ? C == 3 && K == 2 : C >= 3) {
@@ -1787,7 +1794,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
         for (int64_t l = 0; l < Lp; ++l) cw[(k * dw + d) * Lp + l] = xa[d * K + k];
     }
     if constexpr (std::is_same_v<WT, float>)
-      if (C == 1 && (K == 2 || sizeof(T) == 2)) perm = perm_table<T>(o0.data(), f0, f1, Lin, K);
+      if (perm_rows<T>(C, K)) perm = perm_table<T>(o0.data(), f0, f1, Lin, K);
   }
   const int64_t* o0_p = o0.data();
   const WT* cw_p = cw.data();
