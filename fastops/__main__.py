@@ -76,9 +76,7 @@ def copy_bandwidth(nbytes=256 << 20, repeats=5):
 SETTLE_S = 0.02
 
 
-# --hot: pause between implementations (the previous one's pools stop spinning), and
-# untimed calls before an implementation's back-to-back timed ones.
-HOT_PAUSE_S = 0.2
+# --hot: untimed calls right before each timed one (its threads awake, its data cached).
 HOT_WARMUP = 3
 
 
@@ -94,14 +92,17 @@ def measure(wl, impls, repeats, missing, hot=False):
     and the order rotates each repeat so that no impl always runs right after the same
     other one (on the 2-vCPU VM a call's speed depended on its predecessor: cv2's
     resize took 2.1 ms right after torch or onnxruntime and 3.0 ms after fastops, and
-    fastops' 2.1 ms after cv2 and 2.3-2.4 ms after torch).  Each timed call follows
+    fastops' 2.1 ms after cv2 and 2.3-2.4 ms after torch).  Each repeat starts after
     SETTLE_S of idle time: a call after a pause, as in a pipeline that does other work
     between calls.
 
-    ``hot``: each impl's repeats run back to back instead (its threads awake, its data
-    cached), as in a loop of calls; workloads with ``hot_ok`` False keep the pauses.  The
-    two disagree where a library's threads wake slowly: the STN grid_sample workload,
-    torch 5.8 ms after a pause, 2.1 hot.
+    ``hot``: each timed call follows HOT_WARMUP untimed calls of the same impl (its
+    threads awake, its data cached), as in a loop of calls; workloads with ``hot_ok``
+    False keep the pauses.  The two disagree where a library's threads wake slowly: the
+    STN grid_sample workload, torch 5.8 ms after a pause, 2.1 hot.  Hot repeats take
+    turns too: timed as one block per impl, a slow spell of the VM landed on one impl
+    only (three runs each of the same code, ratio to onnxruntime: gather_nd 1Mx16
+    0.39-0.57 in blocks, 0.54-0.56 in turns; ONNX Loop M=10000 0.72-0.78 and 0.70-0.74).
 
     An impl whose library is not installed is added to ``missing`` (name -> module); one
     that has no such op is simply absent from the result."""
@@ -117,19 +118,14 @@ def measure(wl, impls, repeats, missing, hot=False):
             continue
     if not fns:     # e.g. the ONNX model workloads without torchvision (it exports them)
         return {}
+    warmup = HOT_WARMUP if hot and wl.hot_ok else 0
     times = {impl: [] for impl in fns}
     order = list(fns)
-    if hot and wl.hot_ok:
-        for impl, fn in fns.items():
-            time.sleep(HOT_PAUSE_S)
-            for _ in range(HOT_WARMUP):
-                fn()
-            for _ in range(repeats):
-                times[impl].append(_seconds_per_call(fn, wl.calls))
-        return {impl: float(np.median(ts)) for impl, ts in times.items()}
     for r in range(repeats):
         for impl in order[r % len(order):] + order[:r % len(order)]:
             time.sleep(SETTLE_S)
+            for _ in range(warmup):
+                fns[impl]()
             times[impl].append(_seconds_per_call(fns[impl], wl.calls))
     return {impl: float(np.median(ts)) for impl, ts in times.items()}
 

@@ -280,6 +280,34 @@ def test_bench_cli_hot_mode():
     assert all(r["ms"]["fastops"] > 0 for r in data["rows"])
 
 
+def test_bench_hot_mode_interleaves_and_warms_each_timed_call(monkeypatch):
+    """--hot: every timed call comes right after HOT_WARMUP calls of the same impl, and
+    the impls take turns (in one block each, a slow spell of the machine lands on one
+    impl only)."""
+    import fastops.__main__ as cli
+    monkeypatch.setattr(cli, "SETTLE_S", 0.0)
+    log = []
+
+    class Two:
+        hot_ok = True
+        calls = 1
+
+        def prepare(self, impl):
+            return lambda: log.append(impl)
+
+    repeats = 4
+    res = cli.measure(Two(), ("fastops", "numpy"), repeats, {}, hot=True)
+    assert set(res) == {"fastops", "numpy"}
+    body = log[2:]                       # after each impl's first (preparing) call
+    block = cli.HOT_WARMUP + 1
+    assert len(body) == 2 * repeats * block
+    blocks = [body[i:i + block] for i in range(0, len(body), block)]
+    assert all(len(set(b)) == 1 for b in blocks)              # warm-ups of the timed impl
+    firsts = [b[0] for b in blocks]
+    assert firsts.count("fastops") == firsts.count("numpy") == repeats
+    assert set(firsts[:repeats]) == {"fastops", "numpy"}        # turns, not one block each
+
+
 def test_bench_measure_skips_a_workload_nobody_can_run():
     """A workload that no installed implementation can prepare (the ONNX model workloads
     need torchvision to export their models) gives no row, not a crash (it divided by
