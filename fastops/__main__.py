@@ -76,8 +76,12 @@ def copy_bandwidth(nbytes=256 << 20, repeats=5):
 SETTLE_S = 0.02
 
 
-# --hot: untimed calls right before each timed one (its threads awake, its data cached).
+# --hot: untimed calls right before each timed one (its threads awake, its data cached),
+# at least HOT_WARMUP of them and for at least HOT_WARMUP_S.  Three calls were not
+# enough: cv2's resize, called after fastops, needed about 20 to reach its loop speed
+# (uint16 1920x1080x3 -> 640x640 linear: 0.38-0.44 ms after 3, 0.20-0.30 after 20 ms).
 HOT_WARMUP = 3
+HOT_WARMUP_S = 0.02
 
 
 def _seconds_per_call(fn, calls):
@@ -85,6 +89,17 @@ def _seconds_per_call(fn, calls):
     for _ in range(calls):
         fn()
     return (time.perf_counter() - t) / calls
+
+
+def _warm_up(fn, calls):
+    """Untimed calls: at least ``calls``, and more until HOT_WARMUP_S has passed."""
+    if calls == 0:
+        return
+    t_end = time.perf_counter() + HOT_WARMUP_S
+    for _ in range(calls):
+        fn()
+    while time.perf_counter() < t_end:
+        fn()
 
 
 def measure(wl, impls, repeats, missing, hot=False):
@@ -96,13 +111,13 @@ def measure(wl, impls, repeats, missing, hot=False):
     SETTLE_S of idle time: a call after a pause, as in a pipeline that does other work
     between calls.
 
-    ``hot``: each timed call follows HOT_WARMUP untimed calls of the same impl (its
+    ``hot``: each timed call follows untimed calls of the same impl (_warm_up: its
     threads awake, its data cached), as in a loop of calls; workloads with ``hot_ok``
     False keep the pauses.  The two disagree where a library's threads wake slowly: the
     STN grid_sample workload, torch 5.8 ms after a pause, 2.1 hot.  Hot repeats take
     turns too: timed as one block per impl, a slow spell of the VM landed on one impl
-    only (three runs each of the same code, ratio to onnxruntime: gather_nd 1Mx16
-    0.39-0.57 in blocks, 0.54-0.56 in turns; ONNX Loop M=10000 0.72-0.78 and 0.70-0.74).
+    only (three runs of the same code: gather_nd 1Mx16 against onnxruntime 0.39-0.57
+    in blocks, 0.54-0.56 in turns after 3 warm-up calls).
 
     An impl whose library is not installed is added to ``missing`` (name -> module); one
     that has no such op is simply absent from the result."""
@@ -124,8 +139,7 @@ def measure(wl, impls, repeats, missing, hot=False):
     for r in range(repeats):
         for impl in order[r % len(order):] + order[:r % len(order)]:
             time.sleep(SETTLE_S)
-            for _ in range(warmup):
-                fns[impl]()
+            _warm_up(fns[impl], warmup)
             times[impl].append(_seconds_per_call(fns[impl], wl.calls))
     return {impl: float(np.median(ts)) for impl, ts in times.items()}
 

@@ -281,11 +281,12 @@ def test_bench_cli_hot_mode():
 
 
 def test_bench_hot_mode_interleaves_and_warms_each_timed_call(monkeypatch):
-    """--hot: every timed call comes right after HOT_WARMUP calls of the same impl, and
+    """--hot: every timed call comes right after warm-up calls of the same impl, and
     the impls take turns (in one block each, a slow spell of the machine lands on one
     impl only)."""
     import fastops.__main__ as cli
     monkeypatch.setattr(cli, "SETTLE_S", 0.0)
+    monkeypatch.setattr(cli, "HOT_WARMUP_S", 0.0)
     log = []
 
     class Two:
@@ -306,6 +307,21 @@ def test_bench_hot_mode_interleaves_and_warms_each_timed_call(monkeypatch):
     firsts = [b[0] for b in blocks]
     assert firsts.count("fastops") == firsts.count("numpy") == repeats
     assert set(firsts[:repeats]) == {"fastops", "numpy"}        # turns, not one block each
+
+
+def test_bench_hot_warm_up_lasts_its_time():
+    """A warm-up runs at least HOT_WARMUP calls and at least HOT_WARMUP_S: a few calls
+    left cv2's resize far from its loop speed."""
+    import time
+    import fastops.__main__ as cli
+    calls = []
+    t = time.perf_counter()
+    cli._warm_up(lambda: calls.append(time.sleep(0.001)), cli.HOT_WARMUP)
+    assert time.perf_counter() - t >= cli.HOT_WARMUP_S
+    assert len(calls) >= cli.HOT_WARMUP
+    calls.clear()
+    cli._warm_up(lambda: calls.append(1), 0)                # paused mode: none
+    assert calls == []
 
 
 def test_bench_measure_skips_a_workload_nobody_can_run():
