@@ -194,6 +194,33 @@ def test_wide_rows_take_every_vector_step(dtype):
                         _check(got, want, (flag, img.shape, dw))
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "int16"])
+def test_odd_integer_downscales_of_integer_images(dtype):
+    """An odd integer downscale (1920 -> 640) gives every column one tap of weight 1 and
+    the others 0, so the horizontal sums of an integer image are exact and taken as a
+    widening gather (uint8 cubic, 16-bit linear and cubic, 3 and 4 channels).  Wide rows
+    (the paired steps and the scalar tail), factors 3 to 11, row views with an offset and a
+    negative stride, a non-integer vertical scale: bit for bit with the reference and with
+    cv2 (IPP off)."""
+    cv2 = peer("cv2")
+    rng = _rng(23)
+    with _ipp(cv2, False):
+        for C in (3, 4):
+            base = _image(rng, (23, 633, C), dtype)
+            for img in (base[:, :630], base[::-1, 3:]):
+                w = img.shape[1]
+                for k in (3, 5, 7, 9, 11):
+                    if w % k:
+                        continue
+                    for dh in (23 // 3 + 1, 10):
+                        for flag in ("LINEAR", "CUBIC"):
+                            want = cv_resize_ref(img, (w // k, dh), 0, 0, FLAGS[flag])
+                            _check(cv2.resize(img, (w // k, dh), interpolation=FLAGS[flag]),
+                                   want, ("cv2", flag, img.shape, k, dh))
+                            got = fcv.resize(img, (w // k, dh), interpolation=FLAGS[flag])
+                            _check(got, want, (flag, img.shape, k, dh))
+
+
 def test_fx_maps_with_one_over_fx():
     """Research finding 2: with dsize None the mapping uses 1 / fx, not W / out_width
     (cv2 and the reference), and the size rounds half to even."""
@@ -470,10 +497,12 @@ def _big_results():
     for C in (1, 3, 4):
         img = _image(rng, (301, 517, C), "uint8")
         f = _image(rng, (301, 517, C), "float32")
+        u = _image(rng, (301, 517, C), "uint16")
         for flag in FLAGS.values():
-            for ds in [(640, 480), (123, 77), (517, 150), (1200, 301)]:
+            for ds in [(640, 480), (123, 77), (517, 150), (1200, 301), (47, 43)]:
                 out.append(fcv.resize(img, ds, interpolation=flag))
                 out.append(fcv.resize(f, ds, interpolation=flag))
+            out.append(fcv.resize(u, (47, 43), interpolation=flag))  # 11x: one-hot columns
     return out
 
 
