@@ -221,6 +221,32 @@ def test_odd_integer_downscales_of_integer_images(dtype):
                             _check(got, want, (flag, img.shape, k, dh))
 
 
+@pytest.mark.parametrize("dtype", ["uint16", "int16", "float32"])
+def test_exact_2x_upscales(dtype):
+    """dw = 2w (linear): the x86-64-v4 build computes the horizontal sums of interior
+    pixels from three contiguous windows and interleaves them (up2_run), 1-4 channels;
+    widths around its step (16 / C pixels) and its load bound, views, NaN and infinities
+    in float rows, INTER_AREA's upscale (other coefficients: the tables' path): bit for
+    bit with the reference and cv2 (IPP off)."""
+    cv2 = peer("cv2")
+    rng = _rng(29)
+    with _ipp(cv2, False):
+        for C in (1, 2, 3, 4):
+            for w in (3, 4, 6, 17, 21, 22, 40, 67):
+                img = _image(rng, (6, w + 1, C), dtype)
+                if dtype == "float32":
+                    img[2, w // 2] = [np.nan, np.inf, -np.inf, 0.0][:C]
+                for view in (img[:, :w], img[::-1, 1:]):
+                    v = view[:, :, 0] if C == 1 else view
+                    for flag in ("LINEAR", "AREA"):
+                        with np.errstate(invalid="ignore"):     # inf * 0 in the reference
+                            want = cv_resize_ref(v, (2 * w, 11), 0, 0, FLAGS[flag])
+                        _check(cv2.resize(v, (2 * w, 11), interpolation=FLAGS[flag]), want,
+                               ("cv2", flag, v.shape))
+                        got = fcv.resize(v, (2 * w, 11), interpolation=FLAGS[flag])
+                        _check(got, want, (flag, v.shape))
+
+
 def test_fx_maps_with_one_over_fx():
     """Research finding 2: with dsize None the mapping uses 1 / fx, not W / out_width
     (cv2 and the reference), and the size rounds half to even."""
@@ -499,7 +525,7 @@ def _big_results():
         f = _image(rng, (301, 517, C), "float32")
         u = _image(rng, (301, 517, C), "uint16")
         for flag in FLAGS.values():
-            for ds in [(640, 480), (123, 77), (517, 150), (1200, 301), (47, 43)]:
+            for ds in [(640, 480), (123, 77), (517, 150), (1200, 301), (47, 43), (1034, 150)]:
                 out.append(fcv.resize(img, ds, interpolation=flag))
                 out.append(fcv.resize(f, ds, interpolation=flag))
             out.append(fcv.resize(u, (47, 43), interpolation=flag))  # 11x: one-hot columns
