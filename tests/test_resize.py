@@ -782,6 +782,8 @@ _BIG_CASES = [
     ("int64", (3, 40, 50), (1, 2), [1.5, 1.5], dict(mode="linear")),
     ("float32", (2, 3, 64, 64), (2, 3), [2.0, 3.0], dict(mode="nearest")),
     ("float32", (6, 20, 30, 8), (1, 2, 3), [1.5, 0.5, 2.0], dict(mode="linear")),
+    # 17 MB out: non-temporal stores (kStreamBytes), rows not 64-byte multiples
+    ("float32", (1, 2, 520, 1030), (2, 3), [2.0, 2.0], dict(mode="linear")),
 ]
 
 

@@ -163,6 +163,11 @@ inline void stream_copy(void* dst, const void* src, size_t bytes) {
   std::memcpy(d, s, bytes);
 }
 
+// Outputs of at least this many bytes go out with non-temporal stores where a kernel can
+// (norm_apply, resample's vertical step): they do not stay in the cache anyway, and the
+// stores skip the read-for-ownership of their lines.
+constexpr int64_t kStreamBytes = int64_t(1) << 24;
+
 inline void stream_fence() {
 #if defined(__SSE2__)
   _mm_sfence();

@@ -104,11 +104,9 @@ inline NormCoef<T> norm_coef(const NormSums* chunks, int64_t nchunks, int64_t L,
   return k;
 }
 
-// Outputs of at least kNormStreamBytes go out with non-temporal stores: they do not stay
-// in the cache anyway, and skipping the read-for-ownership of y's lines took
+// Outputs of at least kStreamBytes go out with non-temporal stores (common.hpp):
 // 8x64x128x128 float32 from 2.79 to 2.45 ms (medians of six runs each, 2 threads, C++
 // harness around instance_norm).  The same operations, so the same bits.
-constexpr int64_t kNormStreamBytes = int64_t(1) << 24;
 
 template <typename T>
 inline void norm_apply(const T* x, T* y, int64_t len, const NormCoef<T>& k, bool stream) {
@@ -143,7 +141,7 @@ void instance_norm(const T* x, int64_t N, int64_t C, int64_t L, int64_t sN, int6
   const int64_t nchunks = (L + kNormChunk - 1) / kNormChunk;
   const int nt = threads_for(work_product(P, L), nthreads);
   auto plane = [&](int64_t p) { return x + (p / C) * sN + (p % C) * sC; };
-  const bool stream = P * L >= kNormStreamBytes / static_cast<int64_t>(sizeof(T));
+  const bool stream = P * L >= kStreamBytes / static_cast<int64_t>(sizeof(T));
   if (P >= nt) {
     // fused: statistics then output while the plane is in cache; scratch per thread
     ThreadScratch<NormSums> scratch(nchunks, nt);
