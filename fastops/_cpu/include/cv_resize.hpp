@@ -412,7 +412,7 @@ template <int C, typename T, typename HT>
 inline void hot_hrow(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, HT* H) {
   int64_t d = 0;
 #if defined(__AVX2__)
-  for (; d + 2 <= dw && hot[d + 1] + 4 <= Lin; d += 2)
+  for (; d + 2 <= dw && std::max(hot[d], hot[d + 1]) + 4 <= Lin; d += 2)
     hot_sum4x2<C>(S + hot[d], S + hot[d + 1], H + d * C);
 #endif
 #if defined(__SSE2__)
