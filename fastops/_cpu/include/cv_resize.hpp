@@ -24,7 +24,7 @@
 // * one-hot columns (every horizontal tap weight 0 or 1: odd integer downscales such as
 //   1920 -> 640, or an unchanged width): the horizontal sums of an integer image are then
 //   exact, so uint8 cubic and 16-bit linear / cubic rows of 3 and 4 channels take a
-//   widening gather (hot_hrow) instead; the vertical pass is unchanged.
+//   widening gather (hot_pass) instead; the vertical pass is unchanged.
 // * exact 2x linear upscales (dw = 2w) of 16-bit and float32 rows, x86-64-v4: the
 //   horizontal sums from three contiguous windows (up2_run), the same operations.
 // * cv_resize_exact: INTER_LINEAR_EXACT (resize_bitExact): softdouble (IEEE double)
@@ -50,6 +50,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -348,14 +349,6 @@ RS_INLINE __m128 load4f(const T* p) {
   }
 }
 
-#endif
-
-// A source value as the horizontal sum of a one-hot column.
-inline int32_t hot_sum(uint8_t v) { return int32_t(v) << 11; }
-template <typename T>
-inline float hot_sum(T v) { return static_cast<float>(v); }
-
-#if defined(__SSE2__)
 // The 4 elements at p as their horizontal sums, stored at h.
 inline void hot_sum4(const uint8_t* p, int32_t* h) {
   uint32_t v;
@@ -368,14 +361,11 @@ template <typename T>
 inline void hot_sum4(const T* p, float* h) { _mm_storeu_ps(h, load4f<T>(p)); }
 #endif
 
-// The horizontal pass of one-hot columns, 3 or 4 channels: H[d * C + c] = the sum of
-// S[hot[d] + c], 4 elements per pixel at once where they lie in the row (a fourth is
-// overwritten by the next pixel or lands in the ring's slack).  uint16 1920x1080x3 ->
-// 640x640 linear, 2 threads, ms: 0.26-0.32 with the two-tap steps, 0.18 with this; tried
-// and slower: prefetching as the other multi-channel passes do (0.29-0.35), 16-bit ring
-// rows copied 8 bytes a pixel and widened in the vertical pass (0.27).  One channel keeps
-// the permute steps (5x faster than a scalar gather: uint16 1920x1080 -> 640x640 linear
-// 0.077 ms against 0.37), two channels the pair steps (0.15 against 0.16-0.18).
+// A source value as the horizontal sum of a one-hot column.
+inline int32_t hot_sum(uint8_t v) { return int32_t(v) << 11; }
+template <typename T>
+inline float hot_sum(T v) { return static_cast<float>(v); }
+
 #if defined(__AVX2__)
 // Two pixels of C = 3 or 4 channels at p and q as their horizontal sums, stored at h.
 template <int C>
@@ -408,6 +398,14 @@ inline void hot_sum4x2(const T* p, const T* q, float* h) {
 }
 #endif
 
+// The horizontal pass of one-hot columns, 3 or 4 channels: H[d * C + c] = the sum of
+// S[hot[d] + c], 4 elements per pixel at once where they lie in the row (a fourth is
+// overwritten by the next pixel or lands in the ring's slack).  uint16 1920x1080x3 ->
+// 640x640 linear, 2 threads, ms: 0.26-0.32 with the two-tap steps, 0.18 with this; tried
+// and slower: prefetching as the other multi-channel passes do (0.29-0.35), 16-bit ring
+// rows copied 8 bytes a pixel and widened in the vertical pass (0.27).  One channel keeps
+// the permute steps (5x faster than a scalar gather: uint16 1920x1080 -> 640x640 linear
+// 0.077 ms against 0.37), two channels the pair steps (0.15 against 0.16-0.18).
 template <int C, typename T, typename HT>
 inline void hot_hrow(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, HT* H) {
   int64_t d = 0;
@@ -420,6 +418,11 @@ inline void hot_hrow(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, HT
 #endif
   for (; d < dw; ++d)
     for (int64_t c = 0; c < C; ++c) H[d * C + c] = hot_sum(S[hot[d] + c]);
+}
+
+template <typename T, typename HT>
+inline void hot_pass(const T* S, const int64_t* hot, int64_t C, int64_t Lin, int64_t dw, HT* H) {
+  if (C == 3) hot_hrow<3>(S, hot, Lin, dw, H); else hot_hrow<4>(S, hot, Lin, dw, H);
 }
 
 // ------------------------------------------------------------------ fixed-point uint8
@@ -1130,8 +1133,7 @@ inline void cv_resize_fixed(const uint8_t* x, int64_t h, int64_t w, int64_t C, i
   const int64_t Lin = w * C;
   auto hrow = [&](const uint8_t* src, int32_t* H) {
     if (hot.empty()) return fixed_hrow(src, t, C, dw, H, avx2);
-    if (C == 3) return hot_hrow<3>(src, hot.data(), Lin, dw, H);
-    hot_hrow<4>(src, hot.data(), Lin, dw, H);
+    hot_pass(src, hot.data(), C, Lin, dw, H);
   };
   if (K == 2) {
     auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
@@ -1433,21 +1435,23 @@ RS_INLINE __m512 load16f(const T* p) {
   else return widen16f(p);
 }
 
+// Output lane q of a step <- E's lane or O's (16 + lane), the two permutes' indices.
 template <int C>
-RS_INLINE __m512i up2_index(int half) {  // output lane q of half h <- E or O (16 + lane)
-  alignas(64) int32_t ix[16];
-  for (int l = 0; l < 16; ++l) {
-    const int q = 16 * half + l, px = q / (2 * C), r = q % (2 * C);
-    ix[l] = px >= kUp2Px<C> ? 0 : (r < C ? px * C + r : 16 + px * C + r - C);
+constexpr std::array<int32_t, 32> up2_index() {
+  std::array<int32_t, 32> ix{};
+  for (int q = 0; q < 32; ++q) {
+    const int px = q / (2 * C), r = q % (2 * C);
+    ix[q] = px >= kUp2Px<C> ? 0 : (r < C ? px * C + r : 16 + px * C + r - C);
   }
-  return _mm512_load_si512(ix);
+  return ix;
 }
 
 template <int C, typename T>
 inline int64_t up2_run(const T* S, int64_t i, int64_t i_end, int64_t Lin, float* H) {
   constexpr int64_t P = kUp2Px<C>;
   const __m512 q1 = _mm512_set1_ps(0.25f), q3 = _mm512_set1_ps(0.75f);
-  const __m512i lo = up2_index<C>(0), hi = up2_index<C>(1);
+  static constexpr std::array<int32_t, 32> ix = up2_index<C>();
+  const __m512i lo = _mm512_loadu_si512(ix.data()), hi = _mm512_loadu_si512(ix.data() + 16);
   for (; i + P <= i_end && (i + 1) * C + 16 <= Lin; i += P) {
     const T* s = S + i * C;
     const __m512 a = load16f(s - C), b = load16f(s), c = load16f(s + C);
@@ -1921,7 +1925,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
   Up2 up2 = nullptr;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   if constexpr (std::is_same_v<WT, float>)
-    if (K == 2 && C <= 4 && hot.empty() && up2_rows(xo.data(), xa.data(), w, C, dw)) {
+    if (K == 2 && C <= 4 && up2_rows(xo.data(), xa.data(), w, C, dw)) {
       const Up2 runs[4] = {up2_run<1, T>, up2_run<2, T>, up2_run<3, T>, up2_run<4, T>};
       up2 = runs[C - 1];
     }
@@ -1991,7 +1995,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
   const int64_t* hot_p = hot.empty() ? nullptr : hot.data();
   auto hrow = [=](const T* S, WT* H) {
     if constexpr (std::is_integral_v<T>)
-      if (hot_p) return C == 3 ? hot_hrow<3>(S, hot_p, Lin, dw, H) : hot_hrow<4>(S, hot_p, Lin, dw, H);
+      if (hot_p) return hot_pass(S, hot_p, C, Lin, dw, H);
     if constexpr (std::is_same_v<WT, float>) {
       if (up2) {  // outputs 0 and 1 (source pixel 0) and the tail by the tables
         pixel(S, H, 0);
