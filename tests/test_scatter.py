@@ -446,6 +446,41 @@ def test_scatter_nd_none_last_update_of_each_row_wins(S, threads):
     np.testing.assert_array_equal(data, keep)
 
 
+@pytest.mark.parametrize("reduction", ["none", "add"])
+def test_outputs_of_16_mb_or_more_are_copied_by_streamed_stores(reduction, threads):
+    """New outputs of kStreamBytes (16 MiB) or more are copied with non-temporal stores
+    (scatter.hpp copy_part), each part from a 16-byte-aligned head: scatter_nd and
+    scatter_elements without L2 tiles (columns of 4096 rows, too tall for a two-line
+    tile), data a view 1 or 3 elements into its buffer so that no part starts on a line,
+    1-3 threads, against NumPy; 16 elements under the size take the plain copy."""
+    rng = np.random.default_rng(41)
+    base = rng.standard_normal((1 << 22) + 3).astype(np.float32)
+    keep = base.copy()
+    for rows in (1 << 18, (1 << 18) - 1):          # 16-float rows: 16 MiB, and 64 bytes less
+        data = base[1:1 + 16 * rows].reshape(rows, 16)
+        idx = rng.choice(rows, 5000, replace=reduction == "add")[:, None]
+        upd = rng.standard_normal((5000, 16)).astype(np.float32)
+        want = data.copy()
+        if reduction == "none":
+            want[idx[:, 0]] = upd
+        else:
+            np.add.at(want, idx[:, 0], upd)
+        for nt in (1, 2, 3):
+            with threads(nt):
+                got = fastops.scatter_nd(data, idx, upd, reduction)
+            np.testing.assert_array_equal(got, want, err_msg=f"scatter_nd {rows} {nt}")
+    for cols in (1 << 10, (1 << 10) - 1):
+        data = base[3:3 + 4096 * cols].reshape(4096, cols)
+        idx = rng.integers(-4096, 4096, (3, cols))
+        upd = rng.standard_normal(idx.shape).astype(np.float32)
+        want = _numpy_scatter_elements(data, idx, upd, 0, reduction)
+        for nt in (1, 2, 3):
+            with threads(nt):
+                got = fastops.scatter_elements(data, idx, upd, 0, reduction)
+            np.testing.assert_array_equal(got, want, err_msg=f"scatter_elements {cols} {nt}")
+    np.testing.assert_array_equal(base, keep)
+
+
 def test_float16_none_is_a_bit_copy():
     data = np.array([1.0, np.nan, -0.0, 65504.0], np.float16)
     upd = np.array([0x7E01, 0x8000], np.uint16).view(np.float16)   # NaN payload, -0.0

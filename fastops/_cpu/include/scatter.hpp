@@ -158,16 +158,22 @@ inline int64_t first_bad_in(const I* idx, int64_t b, int64_t e, int64_t n) {
 }
 
 // Part t of nt of a parallel copy of `size` elements (first touch of a fresh output in
-// parallel too): one memcpy per part over a contiguous page-aligned range (2 ranges of 8
-// or 32 MB on the workloads), so glibc can use its large-copy (non-temporal)
-// path: 64 KiB pieces measured slower (a 64 MB fresh-output copy: see scatter_nd below).
+// parallel too) over a contiguous page-aligned range.  Outputs of kStreamBytes or more
+// go out with non-temporal stores (stream_copy): glibc 2.36's memcpy of 32 MB parts ran
+// at 2.85-3.2 ms on 2 threads against 2.1-2.2 streamed (64 MB float32, Zen 4 VM).
 template <typename T>
 inline void copy_part(const T* src, T* dst, int64_t size, int64_t t, int64_t nt) {
   const int64_t align = 4096 / static_cast<int64_t>(sizeof(T));
   int64_t len = (size + nt - 1) / nt;
   len = (len + align - 1) / align * align;
   const int64_t b = std::min(size, t * len), e = std::min(size, b + len);
-  if (e > b) std::memcpy(dst + b, src + b, sizeof(T) * (e - b));
+  if (e <= b) return;
+  if (size * static_cast<int64_t>(sizeof(T)) >= kStreamBytes) {
+    stream_copy(dst + b, src + b, sizeof(T) * (e - b));
+    stream_fence();
+  } else {
+    std::memcpy(dst + b, src + b, sizeof(T) * (e - b));
+  }
 }
 
 // The first bad index position of a check split in parts: each part keeps its own
