@@ -399,9 +399,9 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
                          (O == 1 || s_outer == n_axis * In) && O * n_axis * In == out_size;
   const int64_t w = tiles_fit ? tile_width<T>(n_axis, O, In, nt) : 0;
   if (data && w == 0) {
-    // Else a new output (the caller drops it when an index is bad) is copied first, by
-    // glibc's large-copy path, then the updates land in it; they check each index where
-    // they read it, so idx is read once.  A separate check pass read its 8 MB again:
+    // Else a new output (the caller drops it when an index is bad) is copied first
+    // (copy_part), then the updates land in it; they check each index where they read
+    // it, so idx is read once.  A separate check pass read its 8 MB again:
     // scatter_elements 2000x2000 float32 idx 500x2000 (int64), 2 threads, after a pause,
     // "none" / "add" 4.3 / 5.7-6.2 -> 3.75 / 5.45 ms.  (Each task copying its own block
     // just before its updates, with plain stores, was slower on tall axes: 4096x4096
@@ -868,8 +868,8 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
   // float32 200k rows, 2 threads, after a pause, medians of 21 in three alternating
   // rounds: into 16 distinct rows 6.05-6.48 -> 5.47-5.78 ms, 20000 distinct 6.11-6.46 ->
   // 5.71-6.11, random rows unchanged (6.6-7.3 / 5.8-7.1).  (Tiles as in
-  // scatter_elements, the rows copied through L2 scratch and streamed out, lost to
-  // glibc's copy: 6.5-7.6 ms for 256 KiB tiles, 7.3-9.4 for 8-64 KiB.)
+  // scatter_elements, the rows copied through L2 scratch and streamed out, lost to the
+  // copy pass, then glibc's memcpy: 6.5-7.6 ms for 256 KiB tiles, 7.3-9.4 for 8-64 KiB.)
   ThreadScratch<uint64_t> marks(last_only ? (out_size / S + 63) / 64 : 0, last_only ? nt : 0);
   with_reduction(reduction, [&](auto red) {
     constexpr int Red = decltype(red)::value;
