@@ -106,25 +106,44 @@ inline int64_t floor_i64(double v) {
 inline int64_t clamp_idx(int64_t i, int64_t n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
 
 // The horizontal passes of multi-channel images read each source row left to right (then
-// the next row the ring needs, usually the one below) and prefetch kRowPrefetchBytes ahead
-// of their reads, one prefetch per vector step.  On the AVX-512 EPYC VM the hardware
-// prefetchers did not keep up with a large image held in L3 between calls: the float32
-// pass waited on its source loads (half of its samples on one load).  One thread, back
-// to back, 1920x1080 -> 640x640, ms, none / 16 KiB ahead: float32 3-channel linear 2.2-2.7
-// / 1.07-1.18, cubic 3.0-3.3 / 1.44-1.57, 4-channel cubic 3.5-3.6 / 1.64-1.65; uint16
-// 3-channel linear 1.1-1.6 / 0.89-0.91, 4-channel 1.7-1.9 / 0.78-0.81; float64 3-channel
-// 3.5-5.3 / 2.5-2.6; uint8 4-channel cubic 0.75-0.84 / 0.69-0.71 (4 and 8 KiB ahead: less
-// on float32).  One-channel rows gained nothing and lost 3-5 % (uint8, uint16, float32),
-// so they do not prefetch.  The address is computed as an integer: it may lie past the
-// image (a prefetch never faults).
+// the next row the ring needs, usually the one below) and prefetch kRowPrefetchBytes
+// ahead of their reads, one prefetch per vector step.  On the AVX-512 EPYC VM the
+// hardware prefetchers did not keep up with a large image that does not stay in the
+// cache between calls: the float32 pass waited on its source loads (half of its samples
+// on one load).  One thread, back to back, 1920x1080 -> 640x640, ms, none / 16
+// KiB ahead: float32 3-channel linear 2.2-2.7 / 1.07-1.18, cubic 3.0-3.3 / 1.44-1.57,
+// 4-channel cubic 3.5-3.6 / 1.64-1.65; uint16 3-channel linear 1.1-1.6 / 0.89-0.91,
+// 4-channel 1.7-1.9 / 0.78-0.81; float64 3-channel 3.5-5.3 / 2.5-2.6; uint8 4-channel
+// cubic 0.75-0.84 / 0.69-0.71 (4 and 8 KiB ahead: less on float32).  One-channel rows
+// gained nothing and lost 3-5 % (uint8, uint16, float32), so they do not prefetch.  The
+// address is computed as an integer: it may lie past the image (a prefetch never faults).
 constexpr uintptr_t kRowPrefetchBytes = 16384;
+// The float passes (16-bit, float32 and float64 images) prefetch only images of kPrefetchImageBytes
+// or more: smaller ones stay in L3 between calls, where the prefetches only cost.  The
+// float32 3-channel linear row pass over 1920-pixel rows alone, one thread, back to
+// back, us, none / 16 KiB ahead: 3.7 MB 81 / 92, 8.3 MB 202 / 252, 12.4 MB 356-365 /
+// 379-388, 13.1 MB 411 / 408, 13.8 MB 623 / 428, 16.6 MB 557-731 / 461-516 (the knee is
+// the VM's share of its 32 MB L3).  Whole calls, 2 threads unless noted, none / ahead
+// interleaved in one process, medians of 9: float32 640x480x3 -> 224x224 linear 0.88-0.99
+// (one thread 0.57 in alternating processes), 720x1280x3 -> 320x320 one thread 0.80,
+// 640x480x3 -> 1280x960 0.90; uint16 1920x1080x3 (11.9 MiB) 0.97-1.04.  The uint8 passes
+// keep prefetching: 1920x1080x3 and x4 (5.9 and 7.9 MiB) ran 1.01-1.08 without.
+constexpr int64_t kPrefetchImageBytes = int64_t(12) << 20;
+
+template <typename T>
+inline bool prefetch_rows(int64_t h, int64_t rs) {
+  return h * rs * static_cast<int64_t>(sizeof(T)) >= kPrefetchImageBytes;
+}
+
 // Prefetches each cache line once, kRowPrefetchBytes ahead of the reads it is shown (a
 // pass consumes 36-144 bytes of a float32 3-channel row per vector step when it
 // downscales 3x: one prefetch per step left lines out, and the 512-bit pass ran slower
-// than the 256-bit one until this).
+// than the 256-bit one until this); nothing where `on` is false (next starts past every
+// address).
 template <int C>
 struct RowPrefetch {
-  uintptr_t next = 0;
+  uintptr_t next;
+  explicit RowPrefetch(bool on) : next(on ? 0 : ~uintptr_t(0)) {}
   RS_INLINE void operator()(const void* p) {
     if constexpr (C > 1) {
       const uintptr_t want = reinterpret_cast<uintptr_t>(p) + kRowPrefetchBytes;
@@ -669,7 +688,7 @@ inline void hpair_sse2(const uint8_t* S, const FixedTables& t, int64_t lo, int64
     }
     fixed_hrow_scalar(S, t, C, x, hi, H);
   } else {
-    RowPrefetch<C> pf;
+    RowPrefetch<C> pf(true);
     for (int64_t x = lo; x < hi; ++x) {
       const uint8_t* p = S + o0[x];
       pf(p);
@@ -722,7 +741,7 @@ __attribute__((target("avx2"))) int64_t hcubic_shuffle_avx2(const uint8_t* S,
                           8, z, 12, z, 9, z, 13, z, 10, z, 14, z, 11, z, 15, z);
   }
   int64_t x = lo;
-  RowPrefetch<C> pf;
+  RowPrefetch<C> pf(true);
   for (; x + 2 <= hi; x += 2) {
     pf(S + o0[x]);
     __m256i v;
@@ -809,7 +828,7 @@ __attribute__((target("avx2"))) void hpair_avx2(const uint8_t* S, const FixedTab
   const int32_t* wa = t.wa4.data();
   const int32_t* wb = t.wb4.data();
   int64_t x = lo;
-  RowPrefetch<C> pf;
+  RowPrefetch<C> pf(true);
   if constexpr (C == 1) {
     x = hshuffle1_avx2<K>(S, t, lo, hi, H);
     if (x < hi) hpair_sse2<C, K>(S, t, x, hi, H);
@@ -1585,10 +1604,10 @@ std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64
 // perm: perm_table's indices where the build has them for C and K (else null).
 template <int C, int K, typename T>
 inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstride, int64_t lo,
-                    int64_t hi, const int32_t* perm, float* H) {
+                    int64_t hi, const int32_t* perm, bool prefetch, float* H) {
   constexpr int64_t P = hgroup_px(C), Lp = hlanes(C);
   int64_t d = lo;
-  RowPrefetch<C> pf;
+  RowPrefetch<C> pf(prefetch);
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   if constexpr (perm_rows<T>(C, K)) {
     constexpr int64_t G = kPermPx<T>;
@@ -1628,9 +1647,9 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
 
 template <int C, int K, typename T>
 inline int64_t hrun64(const T* S, const int64_t* o0, const double* cw, int64_t cstride,
-                      int64_t lo, int64_t hi, double* H) {
+                      int64_t lo, int64_t hi, bool prefetch, double* H) {
   int64_t d = lo;
-  RowPrefetch<C> pf;
+  RowPrefetch<C> pf(prefetch);
   if constexpr (C == 1) {
     for (; d + 4 <= hi; d += 4) {
       pf(S + o0[d]);
@@ -1870,12 +1889,14 @@ constexpr bool kHVec = false;
 
 template <int C, int K, typename T, typename WT = typename FloatPath<T>::WT>
 inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride, int64_t lo,
-                    int64_t hi, const int32_t* perm, WT* H) {
+                    int64_t hi, const int32_t* perm, bool prefetch, WT* H) {
 #if defined(__AVX2__)
-  if constexpr (std::is_same_v<WT, double>) return hrun64<C, K, T>(S, o0, cw, cstride, lo, hi, H);
+  if constexpr (std::is_same_v<WT, double>)
+    return hrun64<C, K, T>(S, o0, cw, cstride, lo, hi, prefetch, H);
 #endif
 #if defined(__SSE2__)
-  if constexpr (std::is_same_v<WT, float>) return hrun<C, K, T>(S, o0, cw, cstride, lo, hi, perm, H);
+  if constexpr (std::is_same_v<WT, float>)
+    return hrun<C, K, T>(S, o0, cw, cstride, lo, hi, perm, prefetch, H);
 #endif
   return lo;  // (not instantiated where kHVec<WT> is false)
 }
@@ -1958,7 +1979,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
   std::vector<WT> cw;
   std::vector<int32_t> perm;
   using HRun = int64_t (*)(const T*, const int64_t*, const WT*, int64_t, int64_t, int64_t,
-                           const int32_t*, WT*);
+                           const int32_t*, bool, WT*);
   HRun run = nullptr;
   int64_t reach = 0;  // elements the vector pass reads from a pixel's first tap
   if constexpr (kHVec<WT>) {
@@ -1993,6 +2014,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
   const int32_t* perm_p = perm.empty() ? nullptr : perm.data();
   const int64_t cstride = dw * Lp;
   const int64_t* hot_p = hot.empty() ? nullptr : hot.data();
+  const bool prefetch = prefetch_rows<T>(h, rs);
   auto hrow = [=](const T* S, WT* H) {
     if constexpr (std::is_integral_v<T>)
       if (hot_p) return hot_pass(S, hot_p, C, Lin, dw, H);
@@ -2006,7 +2028,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     }
     int64_t d = 0;
     for (; d < f0; ++d) pixel(S, H, d);
-    if (run) d = run(S, o0_p, cw_p, cstride, f0, f1, perm_p, H);
+    if (run) d = run(S, o0_p, cw_p, cstride, f0, f1, perm_p, prefetch, H);
     for (; d < dw; ++d) pixel(S, H, d);
   };
   constexpr int64_t lanes = FloatPath<T>::kCubicLanes;
