@@ -1344,7 +1344,7 @@ RS_INLINE void split_pairs(__m512i v, __m512& lo, __m512& hi) {
   }
 }
 
-// Four 3- or 4-channel pixels per step (float32: 3-channel linear only), from one load
+// Four 3- or 4-channel pixels per step (float32: 3 channels only), from one load
 // per pixel: the 4K elements at its first tap hold all K taps (tap k's channels at
 // k * C), and two-source permutes (vpermt2ps) put tap k of the four pixels in the
 // 4-lanes-per-pixel layout of the coefficient table.  The window steps (Lane256, and
@@ -1352,8 +1352,11 @@ RS_INLINE void split_pairs(__m512i v, __m512& lo, __m512& hi) {
 // place.  Against them, 2 threads, back to back
 // (docs/performance.md, fifteenth run): uint16 3-channel cubic and the 3-channel VGA ->
 // 1280x960 linear 0.83-0.88, float32 640x480x3 -> 224x224 linear 0.90; float32 4-channel
-// linear (1.12) and float32 cubic (1.3: four 64-byte loads and twelve permutes per step)
-// keep Lane256.
+// linear (1.12) keeps Lane256.  float32 3-channel cubic takes each tap of each pixel by a
+// 16-byte load into its four lanes (the permutes of four 64-byte loads had run 1.3x
+// slower than Lane256): against Lane256, alternating processes, medians of 4 rounds,
+// 640x480x3 -> 224x224 2 threads 0.80 (88-116 -> 82-94 us), one thread 0.95-0.99;
+// 1920x1080x3 -> 640x640 0.94-0.99; 4 channels gained nothing (0.93-1.02) and keep Lane256.
 
 // Linear: the windows (8 elements) of 4 pixels as the 32 elements of a and b, pixel i's
 // element e at 8i + e.  float32: a = pixels 0, 1 and b = 2, 3; 16-bit: the four in one
@@ -1402,8 +1405,17 @@ RS_INLINE void hquad(const T* S, const int64_t* o, const float* c, int64_t cstri
     acc = _mm512_add_ps(_mm512_mul_ps(_mm512_permutex2var_ps(a, i0, b), _mm512_loadu_ps(c)),
                         _mm512_mul_ps(_mm512_permutex2var_ps(a, i1, b),
                                       _mm512_loadu_ps(c + cstride)));
+  } else if constexpr (std::is_same<T, float>::value) {
+    // cubic, float32: tap k of pixel i from a 16-byte load into lanes 4i..4i+3
+    for (int k = 0; k < K; ++k) {
+      __m512 t = _mm512_castps128_ps512(_mm_loadu_ps(S + o[0] + k * C));
+      t = _mm512_insertf32x4(t, _mm_loadu_ps(S + o[1] + k * C), 1);
+      t = _mm512_insertf32x4(t, _mm_loadu_ps(S + o[2] + k * C), 2);
+      t = _mm512_insertf32x4(t, _mm_loadu_ps(S + o[3] + k * C), 3);
+      const __m512 p = _mm512_mul_ps(t, _mm512_loadu_ps(c + k * cstride));
+      acc = k == 0 ? p : _mm512_add_ps(acc, p);
+    }
   } else {  // cubic, 16-bit: pixel i's 16 elements in w[i]; lane 4i + e <- w[i][kC + e]
-    static_assert(sizeof(T) == 2, "float32 cubic keeps Lane256");
     const __m512 w[4] = {widen16f(S + o[0]), widen16f(S + o[1]), widen16f(S + o[2]),
                          widen16f(S + o[3])};
     __m512i ik = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 0, 1, 2, 3, 16, 17, 18, 19);
@@ -1619,7 +1631,7 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
           hgroup<Lane256, C, K, T>(S, o0 + e, cw + e, cstride, H + e);
       }
     }
-  } else if constexpr (std::is_same<T, float>::value ? C == 3 && K == 2 : C >= 3) {
+  } else if constexpr (std::is_same<T, float>::value ? C == 3 : C >= 3) {
     for (; d + 4 <= hi; d += 4) {
       pf(S + o0[d]);
       hquad<C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
