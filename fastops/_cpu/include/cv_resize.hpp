@@ -1352,11 +1352,8 @@ RS_INLINE void split_pairs(__m512i v, __m512& lo, __m512& hi) {
 // place.  Against them, 2 threads, back to back
 // (docs/performance.md, fifteenth run): uint16 3-channel cubic and the 3-channel VGA ->
 // 1280x960 linear 0.83-0.88, float32 640x480x3 -> 224x224 linear 0.90; float32 4-channel
-// linear (1.12) keeps Lane256.  float32 3-channel cubic takes each tap of each pixel by a
-// 16-byte load into its four lanes (the permutes of four 64-byte loads had run 1.3x
-// slower than Lane256): against Lane256, alternating processes, medians of 4 rounds,
-// 640x480x3 -> 224x224 2 threads 0.80 (88-116 -> 82-94 us), one thread 0.95-0.99;
-// 1920x1080x3 -> 640x640 0.94-0.99; 4 channels gained nothing (0.93-1.02) and keep Lane256.
+// linear (1.12) and cubic (four 64-byte loads and twelve permutes per step: 1.3) keep
+// Lane256; float32 3-channel cubic takes hpairs3 below.
 
 // Linear: the windows (8 elements) of 4 pixels as the 32 elements of a and b, pixel i's
 // element e at 8i + e.  float32: a = pixels 0, 1 and b = 2, 3; 16-bit: the four in one
@@ -1405,17 +1402,8 @@ RS_INLINE void hquad(const T* S, const int64_t* o, const float* c, int64_t cstri
     acc = _mm512_add_ps(_mm512_mul_ps(_mm512_permutex2var_ps(a, i0, b), _mm512_loadu_ps(c)),
                         _mm512_mul_ps(_mm512_permutex2var_ps(a, i1, b),
                                       _mm512_loadu_ps(c + cstride)));
-  } else if constexpr (std::is_same<T, float>::value) {
-    // cubic, float32: tap k of pixel i from a 16-byte load into lanes 4i..4i+3
-    for (int k = 0; k < K; ++k) {
-      __m512 t = _mm512_castps128_ps512(_mm_loadu_ps(S + o[0] + k * C));
-      t = _mm512_insertf32x4(t, _mm_loadu_ps(S + o[1] + k * C), 1);
-      t = _mm512_insertf32x4(t, _mm_loadu_ps(S + o[2] + k * C), 2);
-      t = _mm512_insertf32x4(t, _mm_loadu_ps(S + o[3] + k * C), 3);
-      const __m512 p = _mm512_mul_ps(t, _mm512_loadu_ps(c + k * cstride));
-      acc = k == 0 ? p : _mm512_add_ps(acc, p);
-    }
   } else {  // cubic, 16-bit: pixel i's 16 elements in w[i]; lane 4i + e <- w[i][kC + e]
+    static_assert(sizeof(T) == 2, "float32 cubic: hpairs3");
     const __m512 w[4] = {widen16f(S + o[0]), widen16f(S + o[1]), widen16f(S + o[2]),
                          widen16f(S + o[3])};
     __m512i ik = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 0, 1, 2, 3, 16, 17, 18, 19);
@@ -1587,6 +1575,57 @@ RS_INLINE void hperm(const T* S, const int32_t* ix, const float* c, int64_t cstr
 template <typename T>
 constexpr bool perm_rows(int64_t C, int K) { return C == 1 && (K == 2 || sizeof(T) == 2); }
 
+// float32 3-channel cubic rows, x86-64-v4 build: two pixels per 512-bit vector, taps 0-1
+// of a pixel from one 32-byte load at its first tap (channels in lanes 0-2, tap 1's in
+// 3-5) and taps 2-3 from one at tap 2.  Each is multiplied by (c0 c0 c0 c1 c1 c1 0 0),
+// (c2 c2 c2 c3 c3 c3 0 0) (the table: cubic_pairs_table, cstride apart), and a lane
+// shift by 3 lines up the sums ((p0 + p1) + p2) + p3 in lanes 0-2, the scalar sequence;
+// one permute packs four pixels.  Against Lane256's 4-float window per tap per pixel
+// (and against 16-byte loads inserted four pixels per vector, 0.80-0.99), where the steps
+// were bound by their vector loads (as fast with the rows in L1): alternating
+// processes, 2 threads, back to back, see docs/performance.md, eighteenth run.
+template <typename T>
+constexpr bool cubic_pairs(int64_t C, int K) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  return std::is_same<T, float>::value && C == 3 && K == 4;
+#else
+  return false && C == K;
+#endif
+}
+
+inline void cubic_pairs_table(const float* xa, int64_t dw, std::vector<float>& cw) {
+  cw.assign(static_cast<size_t>(16 * dw), 0.f);
+  for (int64_t d = 0; d < dw; ++d)
+    for (int l = 0; l < 3; ++l)
+      for (int k = 0; k < 2; ++k) {
+        cw[d * 8 + 3 * k + l] = xa[d * 4 + k];
+        cw[(dw + d) * 8 + 3 * k + l] = xa[d * 4 + 2 + k];
+      }
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+RS_INLINE void hpairs3(const float* S, const int64_t* o, const float* c, int64_t cstride,
+                       float* H) {
+  const __m512i shift3 = _mm512_setr_epi32(3, 4, 5, 3, 4, 5, 3, 4, 11, 12, 13, 11, 12, 13, 11, 12);
+  __m512 r[2];
+  for (int h = 0; h < 2; ++h) {
+    const float* s0 = S + o[2 * h];
+    const float* s1 = S + o[2 * h + 1];
+    const __m512 w01 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(s0)),
+                                          _mm256_loadu_ps(s1), 1);
+    const __m512 w23 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(s0 + 6)),
+                                          _mm256_loadu_ps(s1 + 6), 1);
+    const __m512 p01 = _mm512_mul_ps(w01, _mm512_loadu_ps(c + 16 * h));
+    const __m512 p23 = _mm512_mul_ps(w23, _mm512_loadu_ps(c + cstride + 16 * h));
+    const __m512 a = _mm512_add_ps(_mm512_add_ps(p01, _mm512_permutexvar_ps(shift3, p01)), p23);
+    r[h] = _mm512_add_ps(a, _mm512_permutexvar_ps(shift3, p23));
+  }
+  // the 12 outputs, then 4 lanes the next step (or the row's slack) overwrites
+  const __m512i pack = _mm512_setr_epi32(0, 1, 2, 8, 9, 10, 16, 17, 18, 24, 25, 26, 0, 0, 0, 0);
+  _mm512_storeu_ps(H, _mm512_permutex2var_ps(r[0], pack, r[1]));
+}
+#endif
+
 // The permute indices of hperm's steps over pixels [lo, hi) of a one-channel row with K
 // consecutive taps (o0: first-tap offsets; Lin: the row's length), 8K int32 per step;
 // empty where the build has no permute step.
@@ -1631,7 +1670,13 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
           hgroup<Lane256, C, K, T>(S, o0 + e, cw + e, cstride, H + e);
       }
     }
-  } else if constexpr (std::is_same<T, float>::value ? C == 3 : C >= 3) {
+  } else if constexpr (cubic_pairs<T>(C, K)) {
+    for (; d + 4 <= hi; d += 4) {
+      pf(S + o0[d]);
+      hpairs3(S, o0 + d, cw + d * 8, cstride, H + d * C);
+    }
+    return d;  // the rest by the scalar pixels: the table is hpairs3's
+  } else if constexpr (std::is_same<T, float>::value ? C == 3 && K == 2 : C >= 3) {
     for (; d + 4 <= hi; d += 4) {
       pf(S + o0[d]);
       hquad<C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
@@ -1994,6 +2039,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
                            const int32_t*, bool, WT*);
   HRun run = nullptr;
   int64_t reach = 0;  // elements the vector pass reads from a pixel's first tap
+  bool pairs = false;  // hpairs3's steps and table
   if constexpr (kHVec<WT>) {
     if (C <= 4 && hot.empty() && !up2) {
       const HRun runs[2][4] = {{hvec<1, 2, T>, hvec<2, 2, T>, hvec<3, 2, T>, hvec<4, 2, T>},
@@ -2002,6 +2048,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
       constexpr bool f32 = std::is_same_v<WT, float>;
       Lp = f32 ? hlanes(C) : hlanes64(C);
       reach = f32 ? hwindow(C, K) : hwindow64(C, K);
+      pairs = cubic_pairs<T>(C, K);
     }
   }
   if (run) {
@@ -2012,11 +2059,14 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     f1 = f0;
     while (f1 < dw && fast(f1)) ++f1;
     o0.resize(static_cast<size_t>(dw));
-    cw.resize(static_cast<size_t>(K * dw * Lp));
-    for (int64_t d = 0; d < dw; ++d) {
-      o0[d] = xo[d * K];
-      for (int k = 0; k < K; ++k)
-        for (int64_t l = 0; l < Lp; ++l) cw[(k * dw + d) * Lp + l] = xa[d * K + k];
+    for (int64_t d = 0; d < dw; ++d) o0[d] = xo[d * K];
+    if (pairs) {
+      if constexpr (std::is_same_v<WT, float>) cubic_pairs_table(xa.data(), dw, cw);
+    } else {
+      cw.resize(static_cast<size_t>(K * dw * Lp));
+      for (int64_t d = 0; d < dw; ++d)
+        for (int k = 0; k < K; ++k)
+          for (int64_t l = 0; l < Lp; ++l) cw[(k * dw + d) * Lp + l] = xa[d * K + k];
     }
     if constexpr (std::is_same_v<WT, float>)
       if (perm_rows<T>(C, K)) perm = perm_table<T>(o0.data(), f0, f1, Lin, K);
@@ -2024,7 +2074,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
   const int64_t* o0_p = o0.data();
   const WT* cw_p = cw.data();
   const int32_t* perm_p = perm.empty() ? nullptr : perm.data();
-  const int64_t cstride = dw * Lp;
+  const int64_t cstride = pairs ? 8 * dw : dw * Lp;
   const int64_t* hot_p = hot.empty() ? nullptr : hot.data();
   const bool prefetch = prefetch_rows<T>(h, rs);
   auto hrow = [=](const T* S, WT* H) {
