@@ -118,10 +118,10 @@ inline int64_t clamp_idx(int64_t i, int64_t n) { return i < 0 ? 0 : (i >= n ? n 
 // gained nothing and lost 3-5 % (uint8, uint16, float32), so they do not prefetch.  The
 // address is computed as an integer: it may lie past the image (a prefetch never faults).
 constexpr uintptr_t kRowPrefetchBytes = 16384;
-// The float passes (16-bit, float32 and float64 images) prefetch only images of kPrefetchImageBytes
-// or more: smaller ones stay in L3 between calls, where the prefetches only cost.  The
-// float32 3-channel linear row pass over 1920-pixel rows alone, one thread, back to
-// back, us, none / 16 KiB ahead: 3.7 MB 81 / 92, 8.3 MB 202 / 252, 12.4 MB 356-365 /
+// The float passes (16-bit, float32 and float64 images) prefetch only images of
+// kPrefetchImageBytes or more: smaller ones stay in L3 between calls, where the
+// prefetches only cost.  The float32 3-channel linear row pass over 1920-pixel rows
+// alone, one thread, back to back, us, none / 16 KiB ahead: 3.7 MB 81 / 92, 8.3 MB 202 / 252, 12.4 MB 356-365 /
 // 379-388, 13.1 MB 411 / 408, 13.8 MB 623 / 428, 16.6 MB 557-731 / 461-516 (the knee is
 // the VM's share of its 32 MB L3).  Whole calls, 2 threads unless noted, none / ahead
 // interleaved in one process, medians of 9: float32 640x480x3 -> 224x224 linear 0.88-0.99
@@ -1580,16 +1580,16 @@ constexpr bool perm_rows(int64_t C, int K) { return C == 1 && (K == 2 || sizeof(
 // 3-5) and taps 2-3 from one at tap 2.  Each is multiplied by (c0 c0 c0 c1 c1 c1 0 0),
 // (c2 c2 c2 c3 c3 c3 0 0) (the table: cubic_pairs_table, cstride apart), and a lane
 // shift by 3 lines up the sums ((p0 + p1) + p2) + p3 in lanes 0-2, the scalar sequence;
-// one permute packs four pixels.  Against Lane256's 4-float window per tap per pixel
-// (and against 16-byte loads inserted four pixels per vector, 0.80-0.99), where the steps
-// were bound by their vector loads (as fast with the rows in L1): alternating
-// processes, 2 threads, back to back, see docs/performance.md, eighteenth run.
+// one permute packs four pixels: 12 vector loads per four pixels where Lane256 takes 20
+// (a 4-float window per tap per pixel) and the steps were bound by their loads (as slow
+// with the rows in L1).  640x480x3 -> 224x224, 2 threads, back to back: 0.75 of
+// Lane256's time (docs/performance.md, eighteenth run).
 template <typename T>
-constexpr bool cubic_pairs(int64_t C, int K) {
+constexpr bool cubic_pairs([[maybe_unused]] int64_t C, [[maybe_unused]] int K) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   return std::is_same<T, float>::value && C == 3 && K == 4;
 #else
-  return false && C == K;
+  return false;
 #endif
 }
 

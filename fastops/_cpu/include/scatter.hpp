@@ -160,7 +160,7 @@ inline int64_t first_bad_in(const I* idx, int64_t b, int64_t e, int64_t n) {
 // Part t of nt of a parallel copy of `size` elements (first touch of a fresh output in
 // parallel too) over a contiguous page-aligned range.  Outputs of kStreamBytes or more
 // go out with non-temporal stores (stream_copy): glibc 2.36's memcpy of 32 MB parts ran
-// at 2.85-3.2 ms on 2 threads against 2.1-2.2 streamed (64 MB float32, Zen 4 VM).
+// at 2.85-3.2 ms on 2 threads against 2.1-2.2 streamed (64 MB float32, the EPYC VM).
 template <typename T>
 inline void copy_part(const T* src, T* dst, int64_t size, int64_t t, int64_t nt) {
   const int64_t align = 4096 / static_cast<int64_t>(sizeof(T));
