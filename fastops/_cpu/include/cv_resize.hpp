@@ -123,11 +123,12 @@ constexpr uintptr_t kRowPrefetchBytes = 16384;
 // prefetches only cost.  The float32 3-channel linear row pass over 1920-pixel rows
 // alone, one thread, back to back, us, none / 16 KiB ahead: 3.7 MB 81 / 92, 8.3 MB 202 / 252, 12.4 MB 356-365 /
 // 379-388, 13.1 MB 411 / 408, 13.8 MB 623 / 428, 16.6 MB 557-731 / 461-516 (the knee is
-// the VM's share of its 32 MB L3).  Whole calls, 2 threads unless noted, none / ahead
-// interleaved in one process, medians of 9: float32 640x480x3 -> 224x224 linear 0.88-0.99
-// (one thread 0.57 in alternating processes), 720x1280x3 -> 320x320 one thread 0.80,
-// 640x480x3 -> 1280x960 0.90; uint16 1920x1080x3 (11.9 MiB) 0.97-1.04.  The uint8 passes
-// keep prefetching: 1920x1080x3 and x4 (5.9 and 7.9 MiB) ran 1.01-1.08 without.
+// the VM's share of its 32 MB L3).  Whole calls, 2 threads, none / ahead interleaved in
+// one process, medians of 9: float32 640x480x3 -> 224x224 linear 0.88 (0.57 in the
+// cv.resize bench, one build after the other), cubic 0.99, 720x1280x3 -> 320x320 linear
+// 0.80, 640x480x3 -> 1280x960 linear 0.90; uint16 1920x1080x3 (11.9 MiB) 0.97-1.04.  The
+// uint8 passes keep prefetching: 1920x1080x3 and x4 (5.9 and 7.9 MiB) ran 1.01-1.08
+// without.
 constexpr int64_t kPrefetchImageBytes = int64_t(12) << 20;
 
 template <typename T>
