@@ -173,6 +173,40 @@ def test_wide_types_against_cv2_default_ipp():
                     assert d <= tol, (dtype, flag, ds, d)
 
 
+def test_uint8_cells_after_a_pause_and_back_to_back(threads):
+    """uint8 integer-cell INTER_AREA (resizeAreaFast_) prefetches its rows in a call that
+    follows a pause (more than the pool's 1 ms spin without a loop: a 3 ms sleep here)
+    and not in a loop of calls.  Both give the reference's bytes: 2x2 cells of 1-5
+    channels (the SIMD 2x2 steps and the general cell sums), 3x3 and 2x3 cells, cells
+    cut by the border, a row view with an offset and a negative stride, on 1 and 2
+    threads; and images just under and at the 1 MiB output where the fast path switches
+    from np.empty to the block pool."""
+    import time
+    rng = _rng(29)
+    cases = []
+    for C in (1, 2, 3, 4, 5):
+        base = _image(rng, (67, 203, C), "uint8")
+        for img in (base[:, :200], base[::-1, 3:]):
+            for (sx, sy) in ((2, 2), (3, 3), (2, 3)):
+                h, w = img.shape[:2]
+                cases.append((img, (w // sx, h // sy)))
+                cases.append((img, (-(-w // sx), -(-h // sy))))     # border cells
+    for rows in (2046, 2048):                                     # 1023 or 1024 KiB out
+        big = _image(rng, (rows, 2048), "uint8")
+        q = big.astype(np.int32)                    # OpenCV's 2x2 rule, (a+b+c+d+2) >> 2
+        cells = (q[0::2, 0::2] + q[0::2, 1::2] + q[1::2, 0::2] + q[1::2, 1::2] + 2) >> 2
+        cases.append((big, (1024, rows // 2), cells.astype(np.uint8)))
+    cases = [c if len(c) == 3 else c + (cv_resize_ref(c[0], c[1], 0, 0, FLAGS["AREA"]),)
+             for c in cases]
+    for n in (1, 2):
+        with threads(n):
+            for img, ds, want in cases:
+                time.sleep(0.003)
+                _check(fcv.resize(img, ds, interpolation=FLAGS["AREA"]), want, (n, img.shape, ds))
+                _check(fcv.resize(img, ds, interpolation=FLAGS["AREA"]), want,
+                       ("again", n, img.shape, ds))
+
+
 @pytest.mark.parametrize("dtype", ["uint16", "int16", "float32"])
 def test_wide_rows_take_every_vector_step(dtype):
     """Rows wide enough for the x86-64-v4 build's steps: the permute steps of 1 and 2

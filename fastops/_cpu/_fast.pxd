@@ -25,6 +25,11 @@ cdef extern from "npy_types.hpp" namespace "fastops" nogil:
 cdef extern from "common.hpp" namespace "fastops" nogil:
     const int64_t kParallelGrain
 
+# Outputs of this many bytes or more come from the block pool (fastops/_cpu/_pool.pyx);
+# smaller ones are np.empty's.
+cdef enum:
+    kPoolMinBytes = 1 << 20
+
 cdef inline bint plain(object x):
     """x is exactly an ndarray, C-contiguous, aligned, native byte order, with between 1
     and kParallelGrain elements."""

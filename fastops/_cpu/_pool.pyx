@@ -20,6 +20,7 @@ from libc.stdlib cimport free
 from libc.string cimport strncpy
 
 cimport numpy as cnp
+from fastops._cpu._fast cimport kPoolMinBytes
 
 cnp.import_array()
 
@@ -31,7 +32,7 @@ cdef extern from "sys/mman.h" nogil:
     int MADV_HUGEPAGE
 
 cdef Py_ssize_t ALIGN = 2 * 1024 * 1024
-MIN_BYTES = 1024 * 1024
+MIN_BYTES = kPoolMinBytes
 
 def _cap_from_env():
     raw = os.environ.get("FASTOPS_POOL_BYTES")

@@ -141,16 +141,21 @@ inline bool prefetch_rows(int64_t h, int64_t rs) {
 // downscales 3x: one prefetch per step left lines out, and the 512-bit pass ran slower
 // than the 256-bit one until this); nothing where `on` is false (next starts past every
 // address).
-template <int C>
-struct RowPrefetch {
+struct LinePrefetch {
   uintptr_t next;
-  explicit RowPrefetch(bool on) : next(on ? 0 : ~uintptr_t(0)) {}
+  explicit LinePrefetch(bool on) : next(on ? 0 : ~uintptr_t(0)) {}
   RS_INLINE void operator()(const void* p) {
-    if constexpr (C > 1) {
-      const uintptr_t want = reinterpret_cast<uintptr_t>(p) + kRowPrefetchBytes;
-      if (next == 0) next = want & ~uintptr_t(63);
-      for (; next <= want; next += 64) __builtin_prefetch(reinterpret_cast<const void*>(next));
-    }
+    const uintptr_t want = reinterpret_cast<uintptr_t>(p) + kRowPrefetchBytes;
+    if (next == 0) next = want & ~uintptr_t(63);
+    for (; next <= want; next += 64) __builtin_prefetch(reinterpret_cast<const void*>(next));
+  }
+};
+// The horizontal passes' prefetcher: one-channel rows compile to nothing (above).
+template <int C>
+struct RowPrefetch : LinePrefetch {
+  explicit RowPrefetch(bool on) : LinePrefetch(C > 1 && on) {}
+  RS_INLINE void operator()(const void* p) {
+    if constexpr (C > 1) LinePrefetch::operator()(p);
   }
 };
 
@@ -2407,11 +2412,20 @@ inline void area_fast_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int6
   const int64_t nfull = full_w * C, used = full_w * isx * C;
   const bool int2x2 = isx == 2 && isy == 2 && (C == 1 || C == 3 || C == 4);
   const bool avx2 = rsk::use_avx2();
+  // The first call after a pause finds its input evicted and waits on its loads (the
+  // stream prefetcher restarts at every 4 KiB page): it prefetches the rows ahead.  A
+  // loop of calls does not (its rows come from the cache or the hardware prefetcher).
+  // 224x224x3 -> 112x112 after a 20 ms pause, interleaved medians of 41, us, fastops
+  // none / ahead / cv2: 134 / 123 / 121; 224x224x4 133 / 124 / 119; 1920x1080x3 -> 960x540
+  // 658 / 622 / 1061; back to back, 1920x1080x3 144-154 / 173-174 (hence not there).
+  // Asked before threads_for, whose cold check restarts the pause clock.
+  const bool paused = after_pause();
   const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads);
   const size_t per = static_cast<size_t>(used + kSlack);
   ThreadScratch<int32_t> scratch(int2x2 ? 0 : static_cast<int64_t>(per), nt);
   parallel_for(dh, chunk_for(dh, nt), nt, [&](int64_t dy_lo, int64_t dy_hi, int tid) {
     int32_t* vs = int2x2 ? nullptr : scratch(tid);
+    LinePrefetch pf(paused);
     for (int64_t dy = dy_lo; dy < dy_hi; ++dy) {
       uint8_t* D = out + dy * Lout;
       const int64_t sy0 = dy * isy;
@@ -2421,6 +2435,7 @@ inline void area_fast_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int6
       }
       const bool full_row = sy0 + isy <= h;
       int64_t nf = 0;  // outputs of full cells written
+      if (full_row) pf(img.row(sy0));
       if (full_row && int2x2) {
         const uint8_t* r0 = img.row(sy0);
         const uint8_t* r1 = img.row(sy0 + 1);

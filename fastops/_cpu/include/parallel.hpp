@@ -251,6 +251,14 @@ class Pool {
 
 inline bool pool_cold() { return detail::Pool::instance().cold(); }
 
+// True when no parallel_for (serial ones included) ended and no pool_cold() was asked
+// within the pool's spin time: a call after a pause, whose data the idle time has likely
+// evicted.  Unlike pool_cold() it restarts nothing.
+inline bool after_pause() {
+  return detail::now_ns() - detail::last_activity().load(std::memory_order_relaxed) >
+         std::chrono::duration_cast<std::chrono::nanoseconds>(detail::Pool::kSpin).count();
+}
+
 // Calls body(begin, end, slot) for chunks [begin, end) of [0, n), `grain` items each, on
 // up to `nt` threads (the caller included); `slot` in [0, nt) is unique among the threads
 // of one call (an index into per-thread scratch).  The first exception a chunk throws is
