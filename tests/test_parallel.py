@@ -176,6 +176,9 @@ def workers():
 time.sleep(0.05)
 fcv.resize(x, (112, 112))                    # after a pause: on the caller alone
 alone = workers()
+time.sleep(0.05)                             # 1.2M units of 2x2 cells, 8 to kWakeWork's
+fcv.resize(np.zeros((640, 640, 3), np.uint8), (320, 320))
+alone += workers()
 for _ in range(20):                          # a loop of calls: the pool joins in
     fcv.resize(x, (112, 112))
 print(alone, workers())
@@ -188,8 +191,9 @@ print(alone, workers())
 def test_small_call_after_a_pause_wakes_no_worker():
     """A small loop (work < kWakeWork) when every worker sleeps and nothing ran for the
     pool's spin time runs on the caller: waking a worker cost ~25 us more than the whole
-    call (cv.resize 224x224x3 halved after a pause: 65-78 us on 2 threads, 38-45 on one).
-    Calls in a loop still use the workers."""
+    call (cv.resize 224x224x3 halved after a pause: 65-78 us on 2 threads, 38-45 on one),
+    and a kernel whose units are cheap counts them so (640x640x3 halved: 1.2M units,
+    178 us alone, 226 woken).  Calls in a loop still use the workers."""
     import subprocess
     import sys
     out = subprocess.run([sys.executable, "-c", _COLD_PROBE], capture_output=True, text=True,

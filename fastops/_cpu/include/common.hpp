@@ -57,9 +57,12 @@ constexpr int64_t kParallelGrain = 1 << 15;
 constexpr int64_t kWakeWork = kParallelGrain * 8;
 inline bool pool_cold();  // parallel.hpp
 
-inline int threads_for(int64_t work, int nthreads) {
+// cheap: how many of the kernel's work units cost what one unit of kWakeWork's does, for
+// the cold check only (a loop of calls splits `work` as before).  Kernels whose units
+// are far cheaper than topk's pass it, measured after a pause: see the kernel.
+inline int threads_for(int64_t work, int nthreads, int64_t cheap = 1) {
   if (work < kParallelGrain || nthreads < 1) return 1;
-  if (work < kWakeWork && nthreads > 1 && pool_cold()) return 1;
+  if (work / cheap < kWakeWork && nthreads > 1 && pool_cold()) return 1;
   int64_t useful = work / kParallelGrain;
   return useful < nthreads ? static_cast<int>(useful) : nthreads;
 }

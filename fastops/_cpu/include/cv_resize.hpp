@@ -2420,7 +2420,12 @@ inline void area_fast_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int6
   // 658 / 622 / 1061; back to back, 1920x1080x3 144-154 / 173-174 (hence not there).
   // Asked before threads_for, whose cold check restarts the pause clock.
   const bool paused = after_pause();
-  const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads);
+  // The 2x2 cells' units (input bytes) are cheap: after a pause one thread beat two, whose
+  // wake cost ~135 us (uint8 3-channel halved, interleaved medians of 31, us, 1 / 2
+  // threads / cv2: 320x320 115 / 176 / 141, 448x448 136 / 203 / 209, 640x640 178 / 226 /
+  // 340); 1920x1080 (6.2M units) runs on two, 578-631 against cv2's 927-1059.
+  const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads,
+                             int2x2 ? 8 : 1);
   const size_t per = static_cast<size_t>(used + kSlack);
   ThreadScratch<int32_t> scratch(int2x2 ? 0 : static_cast<int64_t>(per), nt);
   parallel_for(dh, chunk_for(dh, nt), nt, [&](int64_t dy_lo, int64_t dy_hi, int tid) {
