@@ -173,25 +173,54 @@ def test_wide_types_against_cv2_default_ipp():
                     assert d <= tol, (dtype, flag, ds, d)
 
 
-def test_uint8_cells_after_a_pause_and_back_to_back(threads):
-    """uint8 integer-cell INTER_AREA (resizeAreaFast_) prefetches its rows in a call that
+@pytest.mark.parametrize("dtype", ["uint16", "int16", "float32"])
+def test_2x2_cells_of_wide_rows_take_every_step(dtype):
+    """Exact 2x downscales (INTER_AREA, and INTER_LINEAR routed there) of 16-bit and float32
+    rows wide enough for the 512-bit steps (16 cells a step for one channel, 4 for three
+    and four, a fifth cell after a three-channel step) and every tail after them: the
+    reference's bytes, extremes, -0.0, NaN and infinities included (float32 3-channel
+    cells add their sum to +0.0 as OpenCV does), from contiguous images and row views."""
+    rng = _rng(31)
+    for C in (1, 2, 3, 4):
+        for w in (30, 32, 33, 40, 41, 64, 66, 70, 1921):
+            img = _image(rng, (5, w, C), dtype)
+            flat = img.reshape(-1)
+            if dtype == "float32":
+                flat[::7], flat[::11], flat[::13] = -0.0, np.nan, np.inf
+                img[:2, 8:24] = -0.0                   # whole cells of -0.0 (sum + 0 -> +0)
+            else:
+                info = np.iinfo(dtype)
+                flat[::5], flat[::7] = info.max, info.min
+            for x in (img, img[::-1, 1:]):
+                h, ww = x.shape[:2]
+                for ds in ((ww // 2, h // 2), (-(-ww // 2), -(-h // 2))):
+                    want = cv_resize_ref(x, ds, 0, 0, FLAGS["AREA"]).tobytes()
+                    exact = ds == (ww / 2, h / 2)        # INTER_LINEAR is routed there too
+                    for flag in ("AREA", "LINEAR") if exact else ("AREA",):
+                        got = fcv.resize(x, ds, interpolation=FLAGS[flag])
+                        assert got.tobytes() == want, (C, w, x.shape, ds, flag)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
+def test_integer_cells_after_a_pause_and_back_to_back(threads, dtype):
+    """Integer-cell INTER_AREA (resizeAreaFast_) prefetches its rows in a call that
     follows a pause (more than the pool's 1 ms spin without a loop: a 3 ms sleep here)
     and not in a loop of calls.  Both give the reference's bytes: 2x2 cells of 1-5
     channels (the SIMD 2x2 steps and the general cell sums), 3x3 and 2x3 cells, cells
     cut by the border, a row view with an offset and a negative stride, on 1 and 2
-    threads; and images just under and at the 1 MiB output where the fast path switches
-    from np.empty to the block pool."""
+    threads; and uint8 images just under and at the 1 MiB output where the fast path
+    switches from np.empty to the block pool."""
     import time
     rng = _rng(29)
     cases = []
     for C in (1, 2, 3, 4, 5):
-        base = _image(rng, (67, 203, C), "uint8")
+        base = _image(rng, (67, 203, C), dtype)
         for img in (base[:, :200], base[::-1, 3:]):
             for (sx, sy) in ((2, 2), (3, 3), (2, 3)):
                 h, w = img.shape[:2]
                 cases.append((img, (w // sx, h // sy)))
                 cases.append((img, (-(-w // sx), -(-h // sy))))     # border cells
-    for rows in (2046, 2048):                                     # 1023 or 1024 KiB out
+    for rows in (2046, 2048) if dtype == "uint8" else ():           # 1023 or 1024 KiB out
         big = _image(rng, (rows, 2048), "uint8")
         q = big.astype(np.int32)                    # OpenCV's 2x2 rule, (a+b+c+d+2) >> 2
         cells = (q[0::2, 0::2] + q[0::2, 1::2] + q[1::2, 0::2] + q[1::2, 1::2] + 2) >> 2

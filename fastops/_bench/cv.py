@@ -85,7 +85,8 @@ def _frame(mode, size=(640, 640), shape=_FRAME, dtype=np.uint8, quick=True, heav
 def _sweep():
     """Issue 14's sweep: image type x channels x filter on a 1080p frame, the common
     preprocessing sizes (a VGA frame to a 224x224 network input, a 224x224 image halved,
-    a VGA upscale), and float64.  uint8 3-channel 1080p is WORKLOADS' own."""
+    a VGA upscale), 16-bit and float32 1080p frames halved, and float64.  uint8
+    3-channel 1080p is WORKLOADS' own."""
     out = []
     for dtype in (np.uint8, np.uint16, np.float32):
         for C in (1, 3, 4):
@@ -105,6 +106,11 @@ def _sweep():
     for dtype in (np.uint16, np.float32):
         out.append(_frame("linear", size=(1280, 960), shape=(480, 640, 3), dtype=dtype,
                           quick=False))
+    for dtype in (np.uint16, np.float32):          # exact 2x: resizeAreaFast_'s 2x2 cells
+        for C in (1, 3, 4):
+            shape = _FRAME[:2] if C == 1 else _FRAME[:2] + (C,)
+            out.append(_frame("linear", size=(960, 540), shape=shape, dtype=dtype,
+                              quick=False))
     out.append(_frame("linear", dtype=np.float64, quick=False))
     return out
 

@@ -1830,6 +1830,37 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
         return _mm_add_epi32(_mm_srai_epi32(_mm_unpacklo_epi16(v, v), 16),
                              _mm_srai_epi32(_mm_unpacklo_epi16(w, w), 16));
     };
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    // four cells per step: the rows' 32 elements at the first cell widened and added
+    // (vertical sums of elements 0-31), then each output's pixel-0 and pixel-1 sums
+    // gathered from them by two permutes; 12 values narrowed and stored under a mask
+    // (the sums fit: no saturation).  Reads 8
+    // elements past the fourth cell, inside the row while a fifth cell follows (the
+    // caller's bound gives 2 elements past each cell's 16 bytes).  uint16 1920x1080x3 ->
+    // 960x540, 2 threads, back to back, alternating processes: 296-321 -> 183-186 us
+    // (cv2 244-250).
+    {
+      constexpr bool u = std::is_same<T, uint16_t>::value;
+      auto widen = [](const T* p) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        return u ? _mm512_cvtepu16_epi32(v) : _mm512_cvtepi16_epi32(v);
+      };
+      const __m512i first = _mm512_setr_epi32(0, 1, 2, 6, 7, 8, 12, 13, 14, 18, 19, 20, 0, 0, 0, 0);
+      const __m512i second = _mm512_setr_epi32(3, 4, 5, 9, 10, 11, 15, 16, 17, 21, 22, 23, 0, 0, 0, 0);
+      const __m512i two = _mm512_set1_epi32(2);
+      for (; d + 5 <= cells; d += 4) {
+        const T* a = R0 + 6 * d;
+        const T* b = R1 + 6 * d;
+        const __m512i lo = _mm512_add_epi32(widen(a), widen(b));            // elements 0-15
+        const __m512i hi = _mm512_add_epi32(widen(a + 16), widen(b + 16));  // 16-31
+        const __m512i sum = _mm512_add_epi32(_mm512_permutex2var_epi32(lo, first, hi),
+                                             _mm512_permutex2var_epi32(lo, second, hi));
+        const __m512i r = _mm512_srai_epi32(_mm512_add_epi32(sum, two), 2);
+        if constexpr (u) _mm512_mask_cvtusepi32_storeu_epi16(D + 3 * d, __mmask16(0x0fff), r);
+        else _mm512_mask_cvtsepi32_storeu_epi16(D + 3 * d, __mmask16(0x0fff), r);
+      }
+    }
+#endif
 #if defined(__AVX2__)
     auto sum2x2 = [](const T* p) {  // two cells, one per lane
       const __m256i v = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(p + 6),
@@ -1869,6 +1900,37 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
   }
   const int64_t n = cells * C;
   int64_t j = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  {  // split16_avx2 in 512 bits: 16 outputs per step (uint16 1920x1080x4 -> 960x540, 2
+     // threads, back to back, us: 426-553 -> 388-466, cv2 348-521: bound by memory; one
+     // channel 64 either way, cv2 66-68)
+    constexpr bool u = std::is_same<T, uint16_t>::value;
+    auto split = [](const T* p, __m512i& x, __m512i& y) {
+      const __m512i v = _mm512_loadu_si512(p);
+      if constexpr (C == 1) {
+        x = u ? _mm512_and_si512(v, _mm512_set1_epi32(0xffff))
+              : _mm512_srai_epi32(_mm512_slli_epi32(v, 16), 16);
+        y = u ? _mm512_srli_epi32(v, 16) : _mm512_srai_epi32(v, 16);
+      } else if (u) {
+        x = _mm512_unpacklo_epi16(v, _mm512_setzero_si512());
+        y = _mm512_unpackhi_epi16(v, _mm512_setzero_si512());
+      } else {
+        x = _mm512_srai_epi32(_mm512_unpacklo_epi16(v, v), 16);
+        y = _mm512_srai_epi32(_mm512_unpackhi_epi16(v, v), 16);
+      }
+    };
+    for (; j + 16 <= n; j += 16) {
+      __m512i a, b, c, d;
+      split(R0 + 2 * j, a, b);
+      split(R1 + 2 * j, c, d);
+      const __m512i s = _mm512_srai_epi32(
+          _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a, b), _mm512_add_epi32(c, d)),
+                           _mm512_set1_epi32(2)), 2);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(D + j),
+                          u ? _mm512_cvtusepi32_epi16(s) : _mm512_cvtsepi32_epi16(s));
+    }
+  }
+#endif
 #if defined(__AVX2__)
   for (; j + 8 <= n; j += 8) {
     __m256i a, b, c, d;
@@ -1903,10 +1965,65 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
 // Cells [0, n) of one output row; returns where it stopped.  n leaves room for the
 // windows (hwindow) and, for C = 3, for the fourth lane's store (the caller keeps the
 // row's last cell).
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// float32 2x2 cells of 1, 3 or 4 channels, x86-64-v4: 32 consecutive floats of each row
+// per step (16, 4 or 4 cells), each cell's two pixels split by permutes (C = 1, 3) or
+// 128-bit lane shuffles (C = 4), in area2x2_group's order, where Lane256 gathers a
+// window per pixel.  float32 1920x1080 -> 960x540, 2 threads, back to back, alternating
+// processes, us: 1 channel 175 -> 100 (cv2 86-101), 3 channels 691 -> 576 (cv2 559-587),
+// 4 channels 861 -> 811 (cv2 747-908: bound by memory).  C = 3 reads 8 floats past its
+// fourth cell: inside the row while a fifth cell follows (the caller's hwindow bound).
+template <int C>
+inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, float* D) {
+  int64_t d = 0;
+  const __m512 q = _mm512_set1_ps(0.25f);
+  if constexpr (C == 1) {
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    auto pairs = [&](const float* p) {
+      const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
+      return _mm512_add_ps(_mm512_permutex2var_ps(a, ev, b), _mm512_permutex2var_ps(a, od, b));
+    };
+    for (; d + 16 <= n; d += 16)
+      _mm512_storeu_ps(D + d, _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 2 * d), pairs(R1 + 2 * d)), q));
+  } else if constexpr (C == 4) {
+    auto pairs = [](const float* p) {
+      const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
+      return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    };
+    for (; d + 4 <= n; d += 4)
+      _mm512_storeu_ps(D + 4 * d,
+                       _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 8 * d), pairs(R1 + 8 * d)), q));
+  } else if constexpr (C == 3) {
+    const __m512i first = _mm512_setr_epi32(0, 1, 2, 6, 7, 8, 12, 13, 14, 18, 19, 20, 0, 0, 0, 0);
+    const __m512i second = _mm512_setr_epi32(3, 4, 5, 9, 10, 11, 15, 16, 17, 21, 22, 23, 0, 0, 0, 0);
+    const __m512 zero = _mm512_setzero_ps();
+    for (; d + 5 <= n; d += 4) {
+      const float* a = R0 + 6 * d;
+      const float* b = R1 + 6 * d;
+      const __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16);
+      const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+      const __m512 sum = _mm512_add_ps(
+          _mm512_add_ps(_mm512_add_ps(_mm512_permutex2var_ps(a0, first, a1),
+                                      _mm512_permutex2var_ps(a0, second, a1)),
+                        _mm512_permutex2var_ps(b0, first, b1)),
+          _mm512_permutex2var_ps(b0, second, b1));
+      _mm512_mask_storeu_ps(D + 3 * d, __mmask16(0x0fff),
+                            _mm512_mul_ps(_mm512_add_ps(zero, sum), q));
+    }
+  }
+  return d;
+}
+#endif
+
 template <int C, typename T>
 inline int64_t area2x2_run(const T* R0, const T* R1, const int64_t* o0, int64_t n, T* D) {
   constexpr int64_t P = hgroup_px(C);
   int64_t d = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  if constexpr (std::is_same<T, float>::value && C != 2) d = area2x2_f32_avx512<C>(R0, R1, n, D);
+#endif
 #if defined(__AVX2__)
   for (; d + 2 * P <= n; d += 2 * P) area2x2_group<Lane256, C, T>(R0, R1, o0 + d, D + d * C);
 #endif
@@ -2546,8 +2663,10 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
   }
 #endif
   const int64_t* o2_p = o2.data();
+  const bool paused = after_pause();  // rows prefetched after a pause, as area_fast_u8
   const int nt = threads_for(rsk::work(double(dh) * double(Lout) * double(area)), nthreads);
   parallel_for(dh, chunk_for(dh, nt), nt, [&](int64_t dy_lo, int64_t dy_hi, int) {
+    LinePrefetch pf(paused);
     for (int64_t dy = dy_lo; dy < dy_hi; ++dy) {
       T* D = out + dy * Lout;
       const int64_t sy0 = dy * isy;
@@ -2557,6 +2676,7 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
       }
       const bool full_row = sy0 + isy <= h;
       const int64_t nfull = full_row ? full_w : 0;
+      if (full_row) pf(img.row(sy0));
       int64_t dx0 = 0;
       if (run2x2 && full_row) dx0 = run2x2(img.row(sy0), img.row(sy0 + 1), o2_p, nvec, D);
       for (int64_t dx = dx0; dx < nfull; ++dx) {
