@@ -189,6 +189,10 @@ def _area_float(be, x3, o3, scale_x, scale_y, what):
     y = o3 if o3.dtype == wdt else be.empty((dh, dw, C), wdt, sized_by=what)
     be.run("resample", "resize2d", xin[None, :, None], th.first, th.count, th.weights,
            tw.first, tw.count, tw.weights, False, y[None, :, None])
+    # resizeArea_ starts both passes' sums at 0, so a cell of -0.0 gives +0.0; the shared
+    # apply starts at the first product.  The two differ only there: adding +0 maps -0.0
+    # to +0.0 and leaves every other value (NaN included) as it is.
+    y += 0
     if y is not o3:
         o3[...] = y
 

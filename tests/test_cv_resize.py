@@ -569,6 +569,22 @@ def test_nan_and_inf_follow_opencv(flag, dtype):
                    cv2.resize(img, ds, interpolation=FLAGS[flag]), (flag, ds))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])     # (float16: float32's, rounded)
+def test_negative_zero_follows_opencv(dtype):
+    """-0.0 keeps its sign wherever OpenCV's sums start at their first product (linear,
+    cubic, nearest, 2x2 cells) and becomes +0.0 where they start at 0 (resizeArea_'s
+    fractional cells): every flag, 1-4 channels, down, up and integer scales, bytes
+    against the reference."""
+    for C in (1, 2, 3, 4):
+        x = np.full((12, 30, C), -0.0, dtype)
+        x[5:7, 11:13] = 1.5                         # one cell that is not all -0.0
+        for flag in FLAGS.values():
+            for ds in ((15, 6), (10, 4), (7, 5), (45, 20), (20, 9), (15, 7)):
+                want = cv_resize_ref(x, ds, 0, 0, flag)
+                got = fcv.resize(x, ds, interpolation=flag)
+                assert got.tobytes() == want.tobytes(), (C, flag, ds)
+
+
 def test_huge_scales_and_extreme_aspect():
     """Scales far from 1 in both directions stay in bounds and match the reference."""
     rng = _rng(15)
