@@ -12,8 +12,8 @@
 # validation owns every error message; so a fast path never raises for bad input.
 # One exception to the size bound: cv_resize.fast_resize takes images of any size (the
 # general path's ~12 us of Python was as much as a 224x224 resize); above kParallelGrain
-# output elements it allocates from the block pool and runs get_num_threads() threads
-# without the GIL, as the general path would.
+# output elements it runs get_num_threads() threads without the GIL, as the general path
+# would, and outputs of kPoolMinBytes or more come from the block pool.
 cimport numpy as cnp
 from cpython.long cimport PyLong_AsLongAndOverflow
 from libc.stdint cimport int64_t

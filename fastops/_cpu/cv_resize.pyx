@@ -161,9 +161,10 @@ def fast_resize(img, dsize, dst, interpolation):
     positive Python ints, without dst, with INTER_LINEAR, INTER_CUBIC or INTER_AREA where
     hal::resize runs the separable filters or resizeAreaFast_ (fastops.cv._dispatch_modes'
     routing); else None.  Unlike the other fast paths it takes any size
-    (fastops/_cpu/_fast.pxd): outputs of more than kParallelGrain elements come from the
-    block pool and run on get_num_threads() threads without the GIL, as the general path
-    does, whose ~12 us of Python a 224x224 image would otherwise pay."""
+    (fastops/_cpu/_fast.pxd): outputs of more than kParallelGrain elements run on
+    get_num_threads() threads without the GIL (those of kPoolMinBytes or more come from
+    the block pool), as the general path does, whose ~12 us of Python a 224x224 image
+    would otherwise pay."""
     if dst is not None or type(img) is not cnp.ndarray or type(interpolation) is not int \
             or (type(dsize) is not tuple and type(dsize) is not list) or len(dsize) != 2:
         return None
