@@ -121,8 +121,8 @@ constexpr uintptr_t kRowPrefetchBytes = 16384;
 // The float passes (16-bit, float32 and float64 images) prefetch only images of
 // kPrefetchImageBytes or more: smaller ones stay in L3 between calls, where the
 // prefetches only cost.  The float32 3-channel linear row pass over 1920-pixel rows
-// alone, one thread, back to back, us, none / 16 KiB ahead: 3.7 MB 81 / 92, 8.3 MB 202 / 252, 12.4 MB 356-365 /
-// 379-388, 13.1 MB 411 / 408, 13.8 MB 623 / 428, 16.6 MB 557-731 / 461-516 (the knee is
+// alone, one thread, back to back, us, none / 16 KiB ahead: 3.7 MB 81 / 92, 8.3 MB
+// 202 / 252, 12.4 MB 356-365 / 379-388, 13.1 MB 411 / 408, 13.8 MB 623 / 428, 16.6 MB 557-731 / 461-516 (the knee is
 // the VM's share of its 32 MB L3).  Whole calls, 2 threads, none / ahead interleaved in
 // one process, medians of 9: float32 640x480x3 -> 224x224 linear 0.88 (0.57 in the
 // cv.resize bench, one build after the other), cubic 0.99, 720x1280x3 -> 320x320 linear
@@ -1810,6 +1810,15 @@ RS_INLINE void split16_sse2(const T* p, __m128i& x, __m128i& y) {
   }
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// Four 3-channel 2x2 cells from 32 consecutive elements of a row: the element of each
+// output's pixel 0 (pixel = 0) or pixel 1 (pixel = 1), in output order, 12 lanes used.
+inline __m512i cells3_lanes(int pixel) {
+  return _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 6, 7, 8, 12, 13, 14, 18, 19, 20, 0, 0, 0, 0),
+                          _mm512_set1_epi32(3 * pixel));
+}
+#endif
+
 // resizeAreaFast_'s 2x2 cells of a 16-bit image with 1 or 4 channels in integers: output
 // element j = (a + b + c + d + 2) >> 2 of source elements 2j (C = 1: 2j, 2j + 1; C = 4:
 // the pixel pair 2j - j % 4 ...) of rows R0 and R1, for j < n; returns where it stopped.
@@ -1833,10 +1842,10 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
 #if defined(__AVX512F__) && defined(__AVX512BW__)
     // four cells per step: the rows' 32 elements at the first cell widened and added
     // (vertical sums of elements 0-31), then each output's pixel-0 and pixel-1 sums
-    // gathered from them by two permutes; 12 values narrowed and stored under a mask
-    // (the sums fit: no saturation).  Reads 8
-    // elements past the fourth cell, inside the row while a fifth cell follows (the
-    // caller's bound gives 2 elements past each cell's 16 bytes).  uint16 1920x1080x3 ->
+    // gathered from them by two permutes (cells3_lanes); 12 values narrowed and stored
+    // under a mask (the sums fit: no saturation).  Reads 8 elements past the fourth cell,
+    // inside the row while a fifth cell follows (the caller's bound gives 2 elements
+    // past each cell's 16 bytes).  uint16 1920x1080x3 ->
     // 960x540, 2 threads, back to back, alternating processes: 296-321 -> 183-186 us
     // (cv2 244-250).
     {
@@ -1845,8 +1854,7 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         return u ? _mm512_cvtepu16_epi32(v) : _mm512_cvtepi16_epi32(v);
       };
-      const __m512i first = _mm512_setr_epi32(0, 1, 2, 6, 7, 8, 12, 13, 14, 18, 19, 20, 0, 0, 0, 0);
-      const __m512i second = _mm512_setr_epi32(3, 4, 5, 9, 10, 11, 15, 16, 17, 21, 22, 23, 0, 0, 0, 0);
+      const __m512i first = cells3_lanes(0), second = cells3_lanes(1);
       const __m512i two = _mm512_set1_epi32(2);
       for (; d + 5 <= cells; d += 4) {
         const T* a = R0 + 6 * d;
@@ -1962,9 +1970,6 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
   return j / C;
 }
 
-// Cells [0, n) of one output row; returns where it stopped.  n leaves room for the
-// windows (hwindow) and, for C = 3, for the fourth lane's store (the caller keeps the
-// row's last cell).
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 // float32 2x2 cells of 1, 3 or 4 channels, x86-64-v4: 32 consecutive floats of each row
 // per step (16, 4 or 4 cells), each cell's two pixels split by permutes (C = 1, 3) or
@@ -1996,8 +2001,7 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
       _mm512_storeu_ps(D + 4 * d,
                        _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 8 * d), pairs(R1 + 8 * d)), q));
   } else if constexpr (C == 3) {
-    const __m512i first = _mm512_setr_epi32(0, 1, 2, 6, 7, 8, 12, 13, 14, 18, 19, 20, 0, 0, 0, 0);
-    const __m512i second = _mm512_setr_epi32(3, 4, 5, 9, 10, 11, 15, 16, 17, 21, 22, 23, 0, 0, 0, 0);
+    const __m512i first = cells3_lanes(0), second = cells3_lanes(1);
     const __m512 zero = _mm512_setzero_ps();
     for (; d + 5 <= n; d += 4) {
       const float* a = R0 + 6 * d;
@@ -2017,6 +2021,9 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
 }
 #endif
 
+// Cells [0, n) of one output row; returns where it stopped.  n leaves room for the
+// windows (hwindow) and, for C = 3, for the fourth lane's store (the caller keeps the
+// row's last cell).
 template <int C, typename T>
 inline int64_t area2x2_run(const T* R0, const T* R1, const int64_t* o0, int64_t n, T* D) {
   constexpr int64_t P = hgroup_px(C);
