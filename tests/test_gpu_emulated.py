@@ -1,11 +1,10 @@
 """The real GPU launchers (fastops/_gpu/*.py) and the real CUDA sources, run on the CPU.
 
-tests/cuda_emu compiles kernels/*.cu with g++ against a CUDA shim (one OS thread per
-CUDA thread, real __syncthreads barriers, real atomics) and stands in for CuPy with host
-arrays.  Each test calls the public function with emulated-CuPy arrays and compares with
+tests/cuda_emu compiles kernels/*.cu with g++ against a CUDA shim (one fiber per CUDA
+thread, real __syncthreads barriers, atomics) and stands in for CuPy with host arrays.  Each test calls the public function with emulated-CuPy arrays and compares with
 the CPU backend under the rules of the real GPU tests: integer outputs and (for the
 kernels that promise it) float outputs bit-identical.  Sizes are small: every block is
-256 OS threads.  The fake cupy lives in sys.modules only while this module runs.
+256 emulated threads.  The fake cupy lives in sys.modules only while this module runs.
 """
 import numpy as np
 import pytest
@@ -615,6 +614,35 @@ extern "C" __global__ void k(int* out) {
     out = cp.zeros(64, np.int32)
     with pytest.raises(cuda_emu.fake_cupy.EmuLaunchError, match="divergent"):
         fn((1,), (64,), (out,))
+
+
+def test_harness_shows_a_missing_barrier_and_a_deadlock(cp):
+    """The block's fibers run in thread order and in reverse on alternate rounds: a read
+    of another thread's shared write with no __syncthreads between them sees the
+    undefined (0xA5) shared memory in one direction or the other; threads of one warp
+    split between a shuffle and __syncthreads can never proceed (a launch error, where a
+    GPU would hang)."""
+    code = r'''
+extern "C" __global__ void racy(int* out, int n) {
+  __shared__ int s[64];
+  s[threadIdx.x] = threadIdx.x;
+  if (n > 0) __syncthreads();
+  out[threadIdx.x] = s[63 - threadIdx.x];
+}
+extern "C" __global__ void stuck(int* out) {
+  int v = threadIdx.x;
+  if (threadIdx.x < 16) v = __shfl_xor_sync(0xffffffffu, v, 1);
+  else __syncthreads();
+  out[threadIdx.x] = v;
+}'''
+    mod = cp.RawModule(code=code)
+    out = cp.zeros(64, np.int32)
+    mod.get_function("racy")((1,), (64,), (out, np.int32(1)))
+    assert out.get().tolist() == list(range(63, -1, -1))
+    mod.get_function("racy")((1,), (64,), (out, np.int32(0)))
+    assert out.get().tolist() != list(range(63, -1, -1))
+    with pytest.raises(cuda_emu.fake_cupy.EmuLaunchError, match="deadlock"):
+        mod.get_function("stuck")((1,), (32,), (out,))
 
 
 

@@ -5,7 +5,7 @@ run on the CPU through tests/cuda_emu (see tests/test_gpu_emulated.py for the ha
 Each test calls fastops.cv.resize with emulated-CuPy arrays and compares with the CPU
 backend bit for bit: integer images use the same integer arithmetic, the tables and the
 float paths the same operations with round-to-nearest intrinsics.  Sizes are small: every
-block is 256 OS threads.
+block is 256 emulated threads.
 """
 import numpy as np
 import pytest

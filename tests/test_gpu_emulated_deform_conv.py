@@ -7,7 +7,7 @@ NumPy on the host data, for this module only.  The im2col kernel does the CPU ke
 sample arithmetic with round-to-nearest intrinsics, so its columns equal the CPU's bit
 for bit; the GEMM sums in another order than the CPU's BLAS, so outputs are compared
 with a float tolerance (and float64 results to 1e-12).  Sizes are small: every block is
-256 OS threads.
+256 emulated threads.
 """
 import numpy as np
 import pytest

@@ -2,7 +2,7 @@
 (kernels/grid_sample.cu), run on the CPU through tests/cuda_emu (see
 tests/test_gpu_emulated.py for the harness).  The kernels do the CPU kernel's arithmetic
 with round-to-nearest intrinsics, so results must equal the CPU backend bit for bit.
-Sizes are small: every block is 256 OS threads.
+Sizes are small: every block is 256 emulated threads.
 """
 import numpy as np
 import pytest

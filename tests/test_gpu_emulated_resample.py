@@ -4,7 +4,7 @@ the CPU through tests/cuda_emu (see tests/test_gpu_emulated.py for the harness).
 Each test calls fastops.resample.resize with emulated-CuPy arrays and compares with the
 CPU backend bit for bit: the GPU builds the same tables with the same double-precision
 operations and sums the taps in the CPU's order with round-to-nearest intrinsics, so
-integer and float outputs are identical.  Sizes are small: every block is 256 OS threads.
+integer and float outputs are identical.  Sizes are small: every block is 256 emulated threads.
 """
 import numpy as np
 import pytest

@@ -1,24 +1,31 @@
 // CUDA-on-CPU shim: lets an NVRTC-style .cu source (no host headers) compile with g++
-// -std=c++20 and run on OS threads.  Test-only (tests/cuda_emu); see fake_cupy.py.
+// -std=c++20 and run on the CPU.  Test-only (tests/cuda_emu); see fake_cupy.py.
 //
-// Model: one block at a time; a block is blockDim.x*y*z OS threads, so __syncthreads()
-// is a real barrier (std::barrier).  __shared__ variables are function statics (one
-// block runs at a time).  Atomics are std::atomic_ref.  Every __syncthreads() call site
-// is recorded (__COUNTER__) so that a barrier reached from two different call sites in
-// one phase (divergent __syncthreads, undefined behaviour in CUDA) is reported as a
-// launch error.  (One call site reached by different iterations is not detected.)
+// Model: one block at a time; a block is blockDim.x*y*z fibers (ucontext) on the calling
+// OS thread, each running until it reaches a barrier or returns, so __syncthreads() is a
+// real barrier: it completes when every thread that has not exited reached it.  (One OS
+// thread per CUDA thread with std::barrier cost the suite ~4 minutes of futex wake-ups on
+// two cores.)  The runnable fibers are resumed in thread order and in reverse thread
+// order on alternate rounds, so a missing barrier between a write and another thread's
+// read shows in either direction.  __shared__ variables are function statics (one block
+// runs at a time) in a section of their own, filled with 0xA5 bytes at every block start
+// as dynamic shared memory is.  Atomics are std::atomic_ref.  Every __syncthreads() call
+// site is recorded (__COUNTER__) so that a barrier reached from two different call sites
+// in one phase (divergent __syncthreads, undefined behaviour in CUDA) is reported as a
+// launch error.  (One call site reached by different iterations is not detected.)  Threads
+// waiting at barriers that can never complete (a deadlock on a GPU) are a launch error.
 // Warps: __shfl_sync / __shfl_xor_sync with a full mask are an exchange between the
 // warp's 32 threads (a per-warp barrier on each side); a partial mask, or reading a lane
 // that has exited, is reported as a launch error.  Not modelled: lock-step execution,
-// other warp intrinsics,
-// CUDA's weak memory model (threads here are sequentially consistent at barriers and
-// atomics), concurrent blocks (a kernel relying on inter-block progress would hang),
-// resource limits other than block size / grid size / dynamic shared memory.
+// other warp intrinsics, concurrency inside a block (a thread spinning on another's
+// write without a barrier would hang), CUDA's weak memory model, concurrent blocks (a
+// kernel relying on inter-block progress would hang), resource limits other than block
+// size / grid size / dynamic shared memory; each fiber has a 1 MiB stack with a guard
+// page below it.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -26,13 +33,14 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include <sys/mman.h>
+#include <ucontext.h>
 
 // ------------------------------------------------------------------ qualifiers
 #define __global__
@@ -40,7 +48,9 @@
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
-#define __shared__ static
+// __shared__ variables: statics in their own section, which every block start fills with
+// 0xA5 (shared memory starts undefined; the linker defines the section's bounds)
+#define __shared__ __attribute__((section("emu_shared"))) static
 #define __constant__ static
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
@@ -57,24 +67,24 @@ constexpr int warpSize = 32;
 
 namespace emu {
 inline unsigned char* dyn_smem = nullptr;   // extern __shared__ arrays point here
-
-inline void barrier_check();
-struct Check {                              // completion step of each barrier phase
-  void operator()() noexcept { barrier_check(); }
-};
+extern "C" unsigned char __start_emu_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" unsigned char __stop_emu_shared[] __attribute__((weak, visibility("hidden")));
 
 struct Block {
   unsigned nthreads = 0;
   std::vector<int> site;                    // __syncthreads call site per thread, -1 exited
   std::vector<int> line;                    // its source line (for the message)
   std::string error;
-  std::mutex err_mu;
-  std::unique_ptr<std::barrier<Check>> bar;
-  std::vector<std::unique_ptr<std::barrier<>>> warp_bar;   // one per 32 threads
-  std::vector<uint64_t> xchg;                              // a shuffle's values, by thread
+  std::vector<uint64_t> xchg;               // a shuffle's values, by thread
   std::vector<char> exited;
+  // fibers: what each thread waits for (kRun: nothing, it can be resumed)
+  enum Wait : char { kRun, kBlock, kWarp };
+  std::vector<Wait> wait;
+  std::vector<ucontext_t> ctx;
+  ucontext_t sched;                         // the launching thread's context
+  unsigned cur = 0;                         // the running fiber
+  std::function<void()> body;               // the kernel with its arguments
   void fail(const std::string& msg) {
-    std::lock_guard<std::mutex> lock(err_mu);
     if (error.empty()) error = msg;
   }
 };
@@ -98,11 +108,19 @@ inline void barrier_check() {               // completion step of each __syncthr
   }
 }
 
+// The running fiber waits for w; back to the scheduler until the barrier completes.
+inline void wait_at(Block::Wait w) {
+  Block* b = cur_block;
+  const unsigned t = b->cur;
+  b->wait[t] = w;
+  swapcontext(&b->ctx[t], &b->sched);
+}
+
 inline void syncthreads(int site, int line) {
   Block* b = cur_block;
   b->site[lin_tid] = site;
   b->line[lin_tid] = line;
-  b->bar->arrive_and_wait();
+  wait_at(Block::kBlock);
 }
 }  // namespace emu
 
@@ -116,12 +134,12 @@ inline V shfl(unsigned mask, V v, int src_lane) {
   const unsigned warp = lin_tid / 32, first = warp * 32;
   if (mask != 0xffffffffu) b->fail("__shfl_sync with a partial mask (not emulated)");
   std::memcpy(&b->xchg[lin_tid], &v, sizeof(V));
-  b->warp_bar[warp]->arrive_and_wait();
+  wait_at(Block::kWarp);
   const unsigned src = first + ((unsigned)src_lane & 31u);
   V out = v;
   if (src >= b->nthreads || b->exited[src]) b->fail("__shfl_sync reads a lane that has exited");
   else std::memcpy(&out, &b->xchg[src], sizeof(V));
-  b->warp_bar[warp]->arrive_and_wait();
+  wait_at(Block::kWarp);
   return out;
 }
 }  // namespace emu
@@ -272,6 +290,78 @@ void call_with(void (*fn)(Ps...), void** args, std::index_sequence<I...>) {
   fn(*static_cast<std::remove_cv_t<Ps>*>(args[I])...);
 }
 
+// Fiber stacks (1 MiB each, a guard page below), kept for the next launch.
+inline unsigned char* fiber_stack(unsigned t) {
+  constexpr size_t kGuard = 4096, kStack = size_t(1) << 20;
+  static std::vector<unsigned char*> stacks;
+  while (stacks.size() <= t) {
+    void* p = mmap(nullptr, kGuard + kStack, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    mprotect(p, kGuard, PROT_NONE);
+    stacks.push_back(static_cast<unsigned char*>(p) + kGuard);
+  }
+  return stacks[t];
+}
+
+inline void fiber_main() {
+  Block* b = cur_block;
+  const unsigned t = b->cur;
+  b->body();
+  b->site[t] = -1;                          // exited: drops out of this block's barriers
+  b->exited[t] = 1;
+  b->wait[t] = Block::kRun;
+}                                           // returns to b->sched (uc_link)
+
+// Runs one block's fibers to the end; false (with b.error set) on a deadlock.
+inline bool run_block(Block& b, const unsigned* bd) {
+  const unsigned nt = b.nthreads;
+  for (unsigned t = 0; t < nt; ++t) {
+    getcontext(&b.ctx[t]);
+    b.ctx[t].uc_stack.ss_sp = fiber_stack(t);
+    b.ctx[t].uc_stack.ss_size = size_t(1) << 20;
+    b.ctx[t].uc_link = &b.sched;
+    makecontext(&b.ctx[t], fiber_main, 0);
+  }
+  b.wait.assign(nt, Block::kRun);
+  for (bool reverse = false;; reverse = !reverse) {
+    for (unsigned i = 0; i < nt; ++i) {     // resume every runnable fiber once
+      const unsigned t = reverse ? nt - 1 - i : i;
+      if (b.exited[t] || b.wait[t] != Block::kRun) continue;
+      b.cur = t;
+      lin_tid = t;
+      threadIdx = uint3{t % bd[0], (t / bd[0]) % bd[1], t / (bd[0] * bd[1])};
+      swapcontext(&b.sched, &b.ctx[t]);
+    }
+    // every live fiber now waits: complete the barriers that can complete
+    bool live = false, all_block = true, released = false;
+    for (unsigned w0 = 0; w0 < nt; w0 += 32) {
+      const unsigned w1 = std::min(nt, w0 + 32);
+      bool any = false, all_warp = true;
+      for (unsigned t = w0; t < w1; ++t) {
+        if (b.exited[t]) continue;
+        any = true;
+        all_warp &= b.wait[t] == Block::kWarp;
+        all_block &= b.wait[t] == Block::kBlock;
+      }
+      live |= any;
+      if (any && all_warp) {
+        for (unsigned t = w0; t < w1; ++t) b.wait[t] = Block::kRun;
+        released = true;
+      }
+    }
+    if (!live) return true;
+    if (released) continue;
+    if (!all_block) {
+      b.fail("deadlock: the block's threads wait at barriers that cannot complete "
+             "(__syncthreads and a warp shuffle at once)");
+      return false;
+    }
+    barrier_check();
+    for (unsigned t = 0; t < nt; ++t) b.wait[t] = Block::kRun;
+  }
+}
+
 // Runs the grid block by block; returns 0, or 1 with a message in err.
 template <typename... Ps>
 int launch(void (*fn)(Ps...), const unsigned* g, const unsigned* b, unsigned long long shmem,
@@ -282,49 +372,29 @@ int launch(void (*fn)(Ps...), const unsigned* g, const unsigned* b, unsigned lon
   blk.nthreads = nt;
   blk.site.assign(nt, -1);
   blk.line.assign(nt, 0);
+  blk.ctx.resize(nt);
+  blk.body = [&] { call_with(fn, args, std::index_sequence_for<Ps...>{}); };
+  for (unsigned t = 0; t < nt; ++t)
+    if (!fiber_stack(t)) {
+      std::snprintf(err, errlen, "cannot map fiber stacks for %u threads", nt);
+      return 1;
+    }
   cur_block = &blk;
   gridDim = dim3{g[0], g[1], g[2]};
   blockDim = dim3{b[0], b[1], b[2]};
   dyn_smem = smem.data();
-  // start/finish handshakes between this thread and the block's threads
-  std::barrier<> gate(nt + 1);
-  bool done = false;
-  std::vector<std::thread> pool;
-  pool.reserve(nt);
-  for (unsigned t = 0; t < nt; ++t) {
-    pool.emplace_back([&, t] {
-      lin_tid = t;
-      threadIdx = uint3{t % b[0], (t / b[0]) % b[1], t / (b[0] * b[1])};
-      for (;;) {
-        gate.arrive_and_wait();          // block start
-        if (done) return;
-        call_with(fn, args, std::index_sequence_for<Ps...>{});
-        blk.site[t] = -1;                // exited: drops out of this block's barriers
-        blk.exited[t] = 1;
-        blk.bar->arrive_and_drop();
-        blk.warp_bar[t / 32]->arrive_and_drop();
-        gate.arrive_and_wait();          // block end
-      }
-    });
-  }
   for (unsigned z = 0; z < g[2] && blk.error.empty(); ++z)
     for (unsigned y = 0; y < g[1] && blk.error.empty(); ++y)
       for (unsigned x = 0; x < g[0] && blk.error.empty(); ++x) {
         blockIdx = uint3{x, y, z};
         std::memset(smem.data(), 0xA5, smem.size());   // shared memory starts undefined
+        if (__start_emu_shared != __stop_emu_shared)
+          std::memset(__start_emu_shared, 0xA5, __stop_emu_shared - __start_emu_shared);
         blk.site.assign(nt, -1);
-        blk.bar = std::make_unique<std::barrier<Check>>(nt);
-        blk.warp_bar.clear();
-        for (unsigned w0 = 0; w0 < nt; w0 += 32)
-          blk.warp_bar.push_back(std::make_unique<std::barrier<>>(std::min(32u, nt - w0)));
         blk.xchg.assign(nt, 0);
         blk.exited.assign(nt, 0);
-        gate.arrive_and_wait();
-        gate.arrive_and_wait();
+        if (!run_block(blk, b)) break;
       }
-  done = true;
-  gate.arrive_and_wait();
-  for (auto& th : pool) th.join();
   cur_block = nullptr;
   dyn_smem = nullptr;
   if (!blk.error.empty()) {

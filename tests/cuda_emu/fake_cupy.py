@@ -377,9 +377,10 @@ def _build(code):
                                    f"{r.stderr[-6000:]}")
         os.replace(tmp_so, so)
         os.unlink(src)
-        with open(names_file + ".tmp", "w") as f:
+        tmp_names = f"{names_file}.{os.getpid()}.tmp"  # processes may share the cache
+        with open(tmp_names, "w") as f:
             f.write("\n".join(names))
-        os.replace(names_file + ".tmp", names_file)
+        os.replace(tmp_names, names_file)
     return so, names
 
 
