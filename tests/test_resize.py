@@ -782,6 +782,13 @@ _BIG_CASES = [
     ("int64", (3, 40, 50), (1, 2), [1.5, 1.5], dict(mode="linear")),
     ("float32", (2, 3, 64, 64), (2, 3), [2.0, 3.0], dict(mode="nearest")),
     ("float32", (6, 20, 30, 8), (1, 2, 3), [1.5, 0.5, 2.0], dict(mode="linear")),
+    # exact 2x upscales of 1-4 channel rows: the 16-lane up2 loop (steps of 16 or 8
+    # source pixels) and its tails, two and four taps
+    ("float32", (3, 20, 77), (1, 2), [2.0, 2.0], dict(mode="cubic")),
+    ("float32", (11, 51, 2), (0, 1), [2.0, 2.0], dict(mode="cubic")),
+    ("float32", (9, 45, 3), (0, 1), [2.0, 2.0], dict(mode="linear")),
+    ("uint8", (9, 43, 3), (0, 1), [2.0, 2.0], dict(mode="cubic")),
+    ("uint8", (9, 43, 4), (0, 1), [2.0, 2.0], dict(mode="linear")),
     # 17 MB out: non-temporal stores (kStreamBytes), rows not 64-byte multiples
     ("float32", (1, 2, 520, 1030), (2, 3), [2.0, 2.0], dict(mode="linear")),
 ]
@@ -839,6 +846,17 @@ def test_periodic_fast_paths_match_generic():
             else:
                 np.testing.assert_allclose(long, pieces, rtol=1e-6, atol=1e-4)
             assert long.shape == (3, int(200 * scales[0]))
+    # HWC rows of 2-4 channels (the up2 loops interleave the channels of two phases)
+    for dt in ("float32", "uint8"):
+        for c in (2, 3, 4):
+            x = _data(rng, (3, 61, c), dt)
+            for mode in ("linear", "cubic"):
+                got = resize(x, [2.0], axes=[1], mode=mode)
+                want = resize_ref(x, [2.0], axes=[1], mode=mode)
+                if dt == "uint8":
+                    _compare_int(got, want, dt)
+                else:
+                    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-4)
 
 
 def test_dlpack_tensors():

@@ -706,24 +706,95 @@ inline void hstep_c1_scalar(const W* src, const Table<W>& t, int64_t o0, int64_t
 }
 
 #ifdef RS_AVX2
-// The up2 loop of float rows with 16 lanes (cpu_has_avx512): the same products and sums,
-// groups [g, groups) in steps of 16; returns where it stopped.  The bench's float32
-// (8, 3, 512, 512) -> 1024 x 1024, 2 threads, back to back: 3.9-4.2 ms with the 4-lane
-// loop (57 % of it in this step), 3.8 with this.
+// The up2 loop of float rows of C <= 4 channels with 16 lanes (cpu_has_avx512).  In flat
+// (channel-interleaved) terms the two phases are a[j] = sum_k w0[k] * s0[j + k C] and
+// b[j] = sum_k w1[k] * s1[j + k C], and output pixel pair g is a[Cg .. Cg + C - 1]
+// followed by b[Cg .. Cg + C - 1]: so a and b are plain 16-lane sums of contiguous loads
+// (the same products and sums as the scalar loop) and a vpermt2ps per output vector
+// interleaves them.  One step takes G source pixels (16 for C = 1, else 8), whose C G
+// values of a and of b lie in one or two vectors at offsets 0 / 8 / 16 (Up2Plan), and
+// writes 2 C G outputs; it reads nothing past what those pixels' taps read.  Measured
+// back to back, 2 threads, fastops._bench.resample: uint8 540x960x3 -> 1080x1920 linear
+// (with vstep_store) 1.32 -> 0.93 ms; float32 (8, 3, 512, 512) -> 1024x1024 (C = 1, 16
+// pixels a step as the loop this replaced) unchanged.
+template <int C>
+struct Up2Plan {
+  static constexpr int G = C == 1 ? 16 : 8;  // source pixels per step
+  static constexpr int V = 2 * C * G / 16;   // output vectors per step
+  int nbase[2] = {0, 0};  // vectors of a (0) and b (1) per step
+  int base[2][4] = {};     // their offsets
+  int src[2][4] = {};      // output vector v permutes a[src[0][v]] and b[src[1][v]]
+  int idx[4][16] = {};     // with these indices
+  // every vector lies within the step's C G values (no read past the scalar loop's)
+  constexpr bool in_step() const {
+    for (int ph = 0; ph < 2; ++ph)
+      for (int i = 0; i < nbase[ph]; ++i)
+        if (base[ph][i] + 16 > C * G) return false;
+    return true;
+  }
+};
+
+template <int C>
+constexpr Up2Plan<C> up2_plan() {
+  Up2Plan<C> p;
+  for (int v = 0; v < Up2Plan<C>::V; ++v) {
+    int lo[2] = {1 << 30, 1 << 30}, hi[2] = {-1, -1};
+    for (int l = 0; l < 16; ++l) {  // output f: pixel f / 2C, of phase r / C, channel r % C
+      const int f = 16 * v + l, r = f % (2 * C), ph = r / C, j = C * (f / (2 * C)) + r % C;
+      lo[ph] = lo[ph] < j ? lo[ph] : j;
+      hi[ph] = hi[ph] > j ? hi[ph] : j;
+    }
+    for (int ph = 0; ph < 2; ++ph) {
+      int i = 0;  // reuse a vector that covers the range, else one at lo rounded to 8
+      while (i < p.nbase[ph] && !(p.base[ph][i] <= lo[ph] && hi[ph] < p.base[ph][i] + 16)) ++i;
+      if (i == p.nbase[ph]) p.base[ph][p.nbase[ph]++] = lo[ph] / 8 * 8;
+      p.src[ph][v] = i;
+    }
+    for (int l = 0; l < 16; ++l) {
+      const int f = 16 * v + l, r = f % (2 * C), ph = r / C, j = C * (f / (2 * C)) + r % C;
+      p.idx[v][l] = 16 * ph + j - p.base[ph][p.src[ph][v]];
+    }
+  }
+  return p;
+}
+
+// One phase's sums at offsets base[0 .. N) from p, every tap (unrolled over the vectors,
+// which stay in registers).
+template <int C, int N>
+RS_AVX512_FN void up2_sums(const float* p, const float* w, int64_t cnt, const int* base,
+                           __m512* acc) {
+#pragma GCC unroll 2
+  for (int i = 0; i < N; ++i)
+    acc[i] = _mm512_mul_ps(_mm512_set1_ps(w[0]), _mm512_loadu_ps(p + base[i]));
+  for (int64_t k = 1; k < cnt; ++k) {
+    const __m512 wk = _mm512_set1_ps(w[k]);
+#pragma GCC unroll 2
+    for (int i = 0; i < N; ++i)
+      acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(wk, _mm512_loadu_ps(p + base[i] + k * C)));
+  }
+}
+
+template <int C>
 __attribute__((target("avx512f,avx512bw"))) inline int64_t up2_avx512(
     const float* s0, const float* w0, int64_t c0, const float* s1, const float* w1,
-    int64_t c1, int64_t g, int64_t groups, float* dst) {
-  const __m512i zlo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i zhi = _mm512_add_epi32(zlo, _mm512_set1_epi32(8));
-  for (; g + 16 <= groups; g += 16) {
-    __m512 a = _mm512_mul_ps(_mm512_set1_ps(w0[0]), _mm512_loadu_ps(s0 + g));
-    for (int64_t k = 1; k < c0; ++k)
-      a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_set1_ps(w0[k]), _mm512_loadu_ps(s0 + g + k)));
-    __m512 b = _mm512_mul_ps(_mm512_set1_ps(w1[0]), _mm512_loadu_ps(s1 + g));
-    for (int64_t k = 1; k < c1; ++k)
-      b = _mm512_add_ps(b, _mm512_mul_ps(_mm512_set1_ps(w1[k]), _mm512_loadu_ps(s1 + g + k)));
-    _mm512_storeu_ps(dst + 2 * g, _mm512_permutex2var_ps(a, zlo, b));
-    _mm512_storeu_ps(dst + 2 * g + 16, _mm512_permutex2var_ps(a, zhi, b));
+    int64_t c1, int64_t groups, float* dst) {
+  static constexpr Up2Plan<C> plan = up2_plan<C>();
+  constexpr int G = Up2Plan<C>::G, V = Up2Plan<C>::V;
+  constexpr int NA = plan.nbase[0], NB = plan.nbase[1];
+  static_assert(plan.in_step(), "a vector past the step's values");
+  __m512i idx[V];
+#pragma GCC unroll 4
+  for (int v = 0; v < V; ++v)
+    idx[v] = _mm512_loadu_si512(static_cast<const void*>(plan.idx[v]));
+  int64_t g = 0;
+  for (; g + G <= groups; g += G) {
+    __m512 a[NA], b[NB];
+    up2_sums<C, NA>(s0 + C * g, w0, c0, plan.base[0], a);
+    up2_sums<C, NB>(s1 + C * g, w1, c1, plan.base[1], b);
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v)
+      _mm512_storeu_ps(dst + 2 * C * g + 16 * v,
+                       _mm512_permutex2var_ps(a[plan.src[0][v]], idx[v], b[plan.src[1][v]]));
   }
   return g;
 }
@@ -754,7 +825,7 @@ inline void hstep_c1(const W* src, const Table<W>& t, const HPlan& h, W* dst) {
     const W* s1 = src + t.first[lo + 1];
 #ifdef RS_AVX2
     if constexpr (std::is_same_v<W, float>)
-      if (cpu_has_avx512()) g = up2_avx512(s0, w0, c0, s1, w1, c1, g, h.groups, dst + lo);
+      if (cpu_has_avx512()) g = up2_avx512<1>(s0, w0, c0, s1, w1, c1, h.groups, dst + lo);
 #endif
     for (; g + N <= h.groups; g += N) {
       V a = w0[0] * vload<W, W>(s0 + g);
@@ -854,11 +925,18 @@ inline bool hstep_small_periodic(const W* src, const Table<W>& t, const HPlan& h
     return v;
   };
   const int64_t step = h.kind == 1 ? C : 2 * C;  // source advance per group
+  int64_t g0 = 0;  // groups done by the 16-lane loop
+#ifdef RS_AVX2
+  if constexpr (std::is_same_v<W, float>)
+    if (h.kind == 1 && cpu_has_avx512())
+      g0 = up2_avx512<C>(sp[0], t.w + h.lo * K, cnt[0], sp[1], t.w + (h.lo + 1) * K, cnt[1],
+                         h.groups, dst + h.lo * C);
+#endif
   if (h.kind == 1 && cnt[0] == 2 && cnt[1] == 2 && dst_slack) {
     // 2x linear upscale: both phases' two taps unrolled, every store a whole vector
     // (uint8 540x960x3 -> 1080x1920: 24 -> 8 instructions per pixel, callgrind)
-    W* d = dst + h.lo * C;
-    for (int64_t g = 0; g < h.groups; ++g, d += 2 * C) {
+    W* d = dst + (h.lo + 2 * g0) * C;
+    for (int64_t g = g0; g < h.groups; ++g, d += 2 * C) {
       const W* q0 = sp[0] + g * C;
       const W* q1 = sp[1] + g * C;
       const v4 a = wv[0][0] * ld(q0) + wv[0][1] * ld(q0 + C);
@@ -868,7 +946,7 @@ inline bool hstep_small_periodic(const W* src, const Table<W>& t, const HPlan& h
     }
     return true;
   }
-  for (int64_t g = 0; g < h.groups; ++g) {
+  for (int64_t g = g0; g < h.groups; ++g) {
     for (int p = 0; p < P; ++p) {
       const W* q = sp[p] + g * step;
       v4 acc = wv[p][0] * ld(q);
@@ -979,32 +1057,51 @@ __attribute__((target("avx2"))) int64_t store_row_avx2(const float* src, int64_t
   return j;
 }
 
-// store_row_avx2 with 16 lanes (cpu_has_avx512): the same rounding; after the clamp the
+// store_row_avx2's rounding of 16 floats to 8-bit with AVX-512: after the clamp the
 // saturating narrows are exact.
 template <typename T, bool NonNeg>
-__attribute__((target("avx512f,avx512bw"))) int64_t store_row_avx512(const float* src,
-                                                                     int64_t n, T* dst) {
+RS_AVX512_FN __m128i round16_avx512(__m512 v) {
   const __m512 lo = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::min()));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::max()));
   const __m512 half = _mm512_set1_ps(0.5f), mhalf = _mm512_set1_ps(-0.5f);
   const __m512i one = _mm512_set1_epi32(1);
+  __m512i r;
+  if (NonNeg) {  // 0 <= v: trunc(min(v, max) + 0.5), the sum exact below 2^23
+    r = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_min_ps(v, hi), half));
+  } else {
+    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    r = _mm512_cvttps_epi32(v);
+    const __m512 d = _mm512_sub_ps(v, _mm512_cvtepi32_ps(r));
+    r = _mm512_mask_add_epi32(r, _mm512_cmp_ps_mask(d, half, _CMP_GE_OQ), r, one);
+    r = _mm512_mask_sub_epi32(r, _mm512_cmp_ps_mask(d, mhalf, _CMP_LE_OQ), r, one);
+  }
+  return std::is_signed<T>::value ? _mm512_cvtsepi32_epi8(r) : _mm512_cvtusepi32_epi8(r);
+}
+
+// store_row_avx2 with 16 lanes (cpu_has_avx512).
+template <typename T, bool NonNeg>
+__attribute__((target("avx512f,avx512bw"))) int64_t store_row_avx512(const float* src,
+                                                                     int64_t n, T* dst) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j),
+                     round16_avx512<T, NonNeg>(_mm512_loadu_ps(src + j)));
+  return j;
+}
+
+// The vertical step of float rows fused with the store to 8-bit (cpu_has_avx512): the
+// sums of vstep_flat_avx512, rounded in registers as store_row does, so no float row
+// goes through memory.  Returns where it stopped (a multiple of 16).
+template <typename T, bool NonNeg>
+__attribute__((target("avx512f,avx512bw"))) int64_t vstep_store_avx512(
+    const float* const* rows, const float* w, int64_t cnt, int64_t n, T* dst) {
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
-    __m512 v = _mm512_loadu_ps(src + j);
-    __m512i r;
-    if (NonNeg) {  // 0 <= v: trunc(min(v, max) + 0.5), the sum exact below 2^23
-      r = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_min_ps(v, hi), half));
-    } else {
-      v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
-      v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-      r = _mm512_cvttps_epi32(v);
-      const __m512 d = _mm512_sub_ps(v, _mm512_cvtepi32_ps(r));
-      r = _mm512_mask_add_epi32(r, _mm512_cmp_ps_mask(d, half, _CMP_GE_OQ), r, one);
-      r = _mm512_mask_sub_epi32(r, _mm512_cmp_ps_mask(d, mhalf, _CMP_LE_OQ), r, one);
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), std::is_signed<T>::value
-                                                              ? _mm512_cvtsepi32_epi8(r)
-                                                              : _mm512_cvtusepi32_epi8(r));
+    __m512 a = _mm512_mul_ps(_mm512_set1_ps(w[0]), _mm512_loadu_ps(rows[0] + j));
+    for (int64_t k = 1; k < cnt; ++k)
+      a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_set1_ps(w[k]), _mm512_loadu_ps(rows[k] + j)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), round16_avx512<T, NonNeg>(a));
   }
   return j;
 }
@@ -1059,6 +1156,30 @@ inline void store_row(const W* src, int64_t n, T* dst, bool avx2, bool nonneg) {
   }
 #endif
   for (; j < n; ++j) dst[j] = round_saturate<T, W>(src[j]);
+}
+
+// An output row of integers from W rows: vstep into buf, then store_row; 8-bit from float
+// with AVX-512 in one pass (vstep_store_avx512).  uint8 540x960x3 -> 1080x1920 linear:
+// see docs/performance.md (twentieth run).
+template <typename W, typename T>
+inline void vstep_store(const W* const* rows, const W* w, int64_t cnt, int64_t n, W* buf,
+                        T* dst, bool avx2, bool nonneg) {
+#ifdef RS_AVX2
+  if constexpr (std::is_same<W, float>::value && sizeof(T) == 1) {
+    if (avx2 && cnt > 0 && cpu_has_avx512()) {
+      int64_t j = nonneg ? vstep_store_avx512<T, true>(rows, w, cnt, n, dst)
+                         : vstep_store_avx512<T, false>(rows, w, cnt, n, dst);
+      for (; j < n; ++j) {
+        W acc = w[0] * rows[0][j];
+        for (int64_t k = 1; k < cnt; ++k) acc = acc + w[k] * rows[k][j];
+        dst[j] = round_saturate<T, W>(acc);
+      }
+      return;
+    }
+  }
+#endif
+  vstep<W, W>(rows, w, cnt, n, buf, avx2);
+  store_row<W, T>(buf, n, dst, avx2, nonneg);
 }
 
 }  // namespace rsk
@@ -1244,9 +1365,10 @@ void resize2d(const rsk::View5<T>& x, const rsk::Table<W>& th, const rsk::Table<
           rp[k] = hr;
         }
         T* d = out_row(b, yo, m);
-        W* vdst = same ? reinterpret_cast<W*>(d) : obuf;
-        vstep<W, W>(rp, th.w + th.K * yo, cnt, Lout, vdst, avx2, stream);
-        if (!same) store_row<W, T>(obuf, Lout, d, avx2, nonneg);
+        if constexpr (same)
+          vstep<W, W>(rp, th.w + th.K * yo, cnt, Lout, reinterpret_cast<W*>(d), avx2, stream);
+        else
+          vstep_store<W, T>(rp, th.w + th.K * yo, cnt, Lout, obuf, d, avx2, nonneg);
       }
     }
     if (stream) stream_fence();
