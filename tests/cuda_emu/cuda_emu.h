@@ -82,7 +82,7 @@ struct Block {
   std::vector<Wait> wait;
   std::vector<ucontext_t> ctx;
   ucontext_t sched;                         // the launching thread's context
-  unsigned cur = 0;                         // the running fiber
+                                            // (the running fiber is lin_tid)
   std::function<void()> body;               // the kernel with its arguments
   void fail(const std::string& msg) {
     if (error.empty()) error = msg;
@@ -111,9 +111,8 @@ inline void barrier_check() {               // completion step of each __syncthr
 // The running fiber waits for w; back to the scheduler until the barrier completes.
 inline void wait_at(Block::Wait w) {
   Block* b = cur_block;
-  const unsigned t = b->cur;
-  b->wait[t] = w;
-  swapcontext(&b->ctx[t], &b->sched);
+  b->wait[lin_tid] = w;
+  swapcontext(&b->ctx[lin_tid], &b->sched);
 }
 
 inline void syncthreads(int site, int line) {
@@ -306,7 +305,7 @@ inline unsigned char* fiber_stack(unsigned t) {
 
 inline void fiber_main() {
   Block* b = cur_block;
-  const unsigned t = b->cur;
+  const unsigned t = lin_tid;
   b->body();
   b->site[t] = -1;                          // exited: drops out of this block's barriers
   b->exited[t] = 1;
@@ -328,7 +327,6 @@ inline bool run_block(Block& b, const unsigned* bd) {
     for (unsigned i = 0; i < nt; ++i) {     // resume every runnable fiber once
       const unsigned t = reverse ? nt - 1 - i : i;
       if (b.exited[t] || b.wait[t] != Block::kRun) continue;
-      b.cur = t;
       lin_tid = t;
       threadIdx = uint3{t % bd[0], (t / bd[0]) % bd[1], t / (bd[0] * bd[1])};
       swapcontext(&b.sched, &b.ctx[t]);

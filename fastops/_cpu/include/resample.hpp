@@ -734,13 +734,24 @@ struct Up2Plan {
   }
 };
 
+// Output f of a step is value j of phase ph (f's pixel f / 2C, of phase r / C, channel
+// r % C, with r = f % 2C).
+struct Up2Source {
+  int ph, j;
+};
+template <int C>
+constexpr Up2Source up2_source(int f) {
+  const int r = f % (2 * C);
+  return {r / C, C * (f / (2 * C)) + r % C};
+}
+
 template <int C>
 constexpr Up2Plan<C> up2_plan() {
   Up2Plan<C> p;
   for (int v = 0; v < Up2Plan<C>::V; ++v) {
     int lo[2] = {1 << 30, 1 << 30}, hi[2] = {-1, -1};
-    for (int l = 0; l < 16; ++l) {  // output f: pixel f / 2C, of phase r / C, channel r % C
-      const int f = 16 * v + l, r = f % (2 * C), ph = r / C, j = C * (f / (2 * C)) + r % C;
+    for (int l = 0; l < 16; ++l) {
+      const auto [ph, j] = up2_source<C>(16 * v + l);
       lo[ph] = lo[ph] < j ? lo[ph] : j;
       hi[ph] = hi[ph] > j ? hi[ph] : j;
     }
@@ -751,7 +762,7 @@ constexpr Up2Plan<C> up2_plan() {
       p.src[ph][v] = i;
     }
     for (int l = 0; l < 16; ++l) {
-      const int f = 16 * v + l, r = f % (2 * C), ph = r / C, j = C * (f / (2 * C)) + r % C;
+      const auto [ph, j] = up2_source<C>(16 * v + l);
       p.idx[v][l] = 16 * ph + j - p.base[ph][p.src[ph][v]];
     }
   }
