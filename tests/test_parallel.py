@@ -226,3 +226,27 @@ def test_per_thread_scratch_never_shares_cache_lines():
             if offset.search(code) or per_thread_vector.search(code):
                 bad.append(f"{path.name}:{no}: {line.strip()}")
     assert not bad, "per-thread scratch without ThreadScratch/Padded:\n" + "\n".join(bad)
+
+
+def test_no_scratch_reset_at_the_top_of_a_parallel_body():
+    """A parallel_for body runs once per chunk, not once per thread: a fill of the
+    thread's scratch before its item loop runs for every chunk, and with chunks of one
+    item for every item (depthwise_conv2d zeroed a whole padded plane per plane, most
+    of its time on 2 threads).  ThreadScratch zeroes its blocks once, when it is made.
+    This scans each parallel_for body's head (up to its first loop) for such fills."""
+    import pathlib
+    import re
+    include = pathlib.Path(__file__).resolve().parents[1] / "fastops" / "_cpu" / "include"
+    fill = re.compile(r"\b(std::fill|std::fill_n|std::memset|memset|std::uninitialized_fill"
+                      r"|std::uninitialized_fill_n)\s*\(")
+    bad = []
+    for path in sorted(include.glob("*.hpp")):
+        text = re.sub(r"//[^\n]*", "", path.read_text())
+        for m in re.finditer(r"\bparallel_for\s*\(", text):
+            body = text.find("{", m.end())
+            loop = re.compile(r"\b(for|while)\s*\(").search(text, body)
+            head = text[body:loop.start() if loop else len(text)]
+            if fill.search(head):
+                no = text.count("\n", 0, m.start()) + 1
+                bad.append(f"{path.name}:{no}")
+    assert not bad, "scratch filled at the top of a parallel_for body:\n" + "\n".join(bad)

@@ -82,6 +82,7 @@ struct DwVec {
   static constexpr int64_t lanes = kDwVecBytes / sizeof(T);
 };
 constexpr int64_t kDwVecs = 2;
+constexpr int kDwRows = 4;  // output rows per register block (dw_block)
 
 template <typename T>
 inline typename DwVec<T>::type dw_load(const T* p) {
@@ -153,20 +154,69 @@ inline void dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst) {
   for (int64_t k = 0; k < N; ++k) dst[k] = v[k] * t[k];
 }
 
-// One block of outputs of one output row: `in` points at the block's first output in
-// the phase-split padded plane (see below), toff/wt the taps' offsets and weights.
-template <typename T>
-inline void dw_block(const T* in, const int64_t* toff, const T* wt, int64_t taps,
-                     typename DwVec<T>::type* acc) {
+// One block of outputs in each of R output rows: `in` points at the first row's first
+// output in the phase-split padded plane (see below), row r at in + r * rstep, toff/wt
+// the taps' offsets and weights.  Each output's sum is a chain of dependent adds, one
+// per tap; R rows make 2R independent chains (one row: a chain's add latency, not the
+// adder's throughput, set the pace: 13-25 GFLOP/s on one core).
+template <int R, typename T>
+inline void dw_block(const T* in, int64_t rstep, const int64_t* toff, const T* wt,
+                     int64_t taps, typename DwVec<T>::type (&acc)[R][kDwVecs]) {
+  static_assert(kDwVecs == 2, "two vectors per block");
   constexpr int64_t L = DwVec<T>::lanes;
-  typename DwVec<T>::type a0 = dw_load(in + toff[0]) * wt[0];
-  typename DwVec<T>::type a1 = dw_load(in + toff[0] + L) * wt[0];
-  for (int64_t t = 1; t < taps; ++t) {
-    a0 = a0 + dw_load(in + toff[t]) * wt[t];
-    a1 = a1 + dw_load(in + toff[t] + L) * wt[t];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    acc[r][0] = dw_load(in + r * rstep + toff[0]) * wt[0];
+    acc[r][1] = dw_load(in + r * rstep + toff[0] + L) * wt[0];
   }
-  acc[0] = a0;
-  acc[1] = a1;
+  for (int64_t t = 1; t < taps; ++t) {
+    const T wv = wt[t];
+    const T* p = in + toff[t];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = acc[r][0] + dw_load(p + r * rstep) * wv;
+      acc[r][1] = acc[r][1] + dw_load(p + r * rstep + L) * wv;
+    }
+  }
+}
+
+// Bias and activation on a block's sums, stored to the nb (<= block) outputs at dst.
+template <typename T>
+inline void dw_store(const typename DwVec<T>::type (&acc)[kDwVecs], T b, bool has_bias,
+                     int act, T* dst, int64_t nb) {
+  constexpr int64_t block = kDwVecs * DwVec<T>::lanes;
+  // HardSwish on the registers (dw_hardswish, straight into a full block); no
+  // activation or Relu per value (GCC vectorizes that loop; the register form
+  // measured 10-20 % slower for them)
+  T sums[block];
+  if (act == kActHardSwish) {
+    T* d = nb == block ? dst : sums;
+    dw_hardswish(acc[0], acc[1], b, has_bias, d);
+    for (int64_t k = 0; d == sums && k < nb; ++k) dst[k] = sums[k];
+  } else {
+    std::memcpy(sums, acc, sizeof(sums));
+    if (has_bias) {
+      for (int64_t k = 0; k < nb; ++k) dst[k] = conv_act(sums[k] + b, act);
+    } else {
+      for (int64_t k = 0; k < nb; ++k) dst[k] = conv_act(sums[k], act);
+    }
+  }
+}
+
+// The output rows [oy0, oy1) of one plane, R at a time.
+template <int R, typename T>
+inline void dw_rows(const T* pp, int64_t RS, int64_t stride_h, const int64_t* toff,
+                    const T* wt, int64_t taps, T b, bool has_bias, int act, T* o,
+                    int64_t OW, int64_t oy0, int64_t oy1) {
+  constexpr int64_t block = kDwVecs * DwVec<T>::lanes;
+  typename DwVec<T>::type acc[R][kDwVecs];
+  for (int64_t oy = oy0; oy + R <= oy1; oy += R)
+    for (int64_t ox0 = 0; ox0 < OW; ox0 += block) {
+      dw_block<R>(pp + oy * stride_h * RS + ox0, stride_h * RS, toff, wt, taps, acc);
+      const int64_t nb = std::min(block, OW - ox0);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) dw_store(acc[r], b, has_bias, act, o + (oy + r) * OW + ox0, nb);
+    }
 }
 
 // x (N, C, H, W) and w (C, 1, KH, KW) with any element strides, bias (C,) or null, act a
@@ -208,12 +258,14 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
   const int64_t plane_pad = size_mul(HP, RS);
   const int64_t block = kDwVecs * DwVec<T>::lanes;
   const int64_t scratch = size_add(plane_pad, block);  // slack: a block may run past
-  ThreadScratch<T> pads(scratch, nt), weights(taps, nt);  // zeroed: the slack stays 0
-  parallel_for(planes, 1, nt, [&](int64_t lo, int64_t hi, int tid) {
+  // Zeroed here, once: a plane writes only the input's rows and columns, so the padding
+  // and the slack stay 0 for every plane a thread runs.  (Zeroed at the start of each
+  // chunk, with chunks of one plane, this was most of the kernel's time on 2 threads:
+  // 960 x 10 x 13, 5x5, 0.26 -> 0.14 ms warm with chunk_for's chunks.)
+  ThreadScratch<T> pads(scratch, nt), weights(taps, nt);
+  parallel_for(planes, chunk_for(planes, nt), nt, [&](int64_t lo, int64_t hi, int tid) {
     T* pp = pads(tid);
     T* wt = weights(tid);
-    typename DwVec<T>::type acc[kDwVecs];
-    std::fill(pp, pp + plane_pad, T(0));  // the padding stays 0 for every plane
     for (int64_t item = lo; item < hi; ++item) {
       const int64_t n = item / C, c = item % C;
       const T* src = x + n * sxN + c * sxC;
@@ -238,30 +290,11 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
         for (int64_t j = 0; j < KW; ++j) wt[i * KW + j] = w[c * swC + i * swH + j * swW];
       const T b = bias ? bias[c * sb] : T(0);
       T* o = out + item * plane_out;
-      for (int64_t oy = 0; oy < OH; ++oy) {
-        const T* in = pp + oy * stride_h * RS;
-        T* row = o + oy * OW;
-        for (int64_t ox0 = 0; ox0 < OW; ox0 += block) {
-          dw_block(in + ox0, toff.data(), wt, taps, acc);
-          // HardSwish on the registers (dw_hardswish, straight into a full block); no
-          // activation or Relu per value (GCC vectorizes that loop; the register form
-          // measured 10-20 % slower for them)
-          T sums[kDwVecs * DwVec<T>::lanes];
-          const int64_t nb = std::min(block, OW - ox0);
-          if (act == kActHardSwish) {
-            T* dst = nb == block ? row + ox0 : sums;
-            dw_hardswish(acc[0], acc[1], b, bias != nullptr, dst);
-            for (int64_t k = 0; dst == sums && k < nb; ++k) row[ox0 + k] = sums[k];
-          } else {
-            std::memcpy(sums, acc, sizeof(sums));
-            if (bias) {
-              for (int64_t k = 0; k < nb; ++k) row[ox0 + k] = conv_act(sums[k] + b, act);
-            } else {
-              for (int64_t k = 0; k < nb; ++k) row[ox0 + k] = conv_act(sums[k], act);
-            }
-          }
-        }
-      }
+      const int64_t whole = OH / kDwRows * kDwRows;
+      dw_rows<kDwRows>(pp, RS, stride_h, toff.data(), wt, taps, b, bias != nullptr, act, o,
+                       OW, 0, whole);
+      dw_rows<1>(pp, RS, stride_h, toff.data(), wt, taps, b, bias != nullptr, act, o, OW,
+                 whole, OH);
     }
   });
 }

@@ -262,7 +262,9 @@ inline bool after_pause() {
 // Calls body(begin, end, slot) for chunks [begin, end) of [0, n), `grain` items each, on
 // up to `nt` threads (the caller included); `slot` in [0, nt) is unique among the threads
 // of one call (an index into per-thread scratch).  The first exception a chunk throws is
-// rethrown here after every other chunk has finished or been skipped.
+// rethrown here after every other chunk has finished or been skipped.  body runs once
+// per chunk, not per thread: per-thread setup at its top repeats for every chunk
+// (tests/test_parallel.py rejects scratch fills there; ThreadScratch zeroes once).
 template <class F>
 void parallel_for(int64_t n, int64_t grain, int nt, F&& body) {
   if (n <= 0) return;
