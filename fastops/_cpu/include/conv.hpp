@@ -215,7 +215,8 @@ inline void dw_rows(const T* pp, int64_t RS, int64_t stride_h, const int64_t* to
       dw_block<R>(pp + oy * stride_h * RS + ox0, stride_h * RS, toff, wt, taps, acc);
       const int64_t nb = std::min(block, OW - ox0);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) dw_store(acc[r], b, has_bias, act, o + (oy + r) * OW + ox0, nb);
+      for (int r = 0; r < R; ++r)
+        dw_store(acc[r], b, has_bias, act, o + (oy + r) * OW + ox0, nb);
     }
 }
 
@@ -259,9 +260,9 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
   const int64_t block = kDwVecs * DwVec<T>::lanes;
   const int64_t scratch = size_add(plane_pad, block);  // slack: a block may run past
   // Zeroed here, once: a plane writes only the input's rows and columns, so the padding
-  // and the slack stay 0 for every plane a thread runs.  (Zeroed at the start of each
-  // chunk, with chunks of one plane, this was most of the kernel's time on 2 threads:
-  // 960 x 10 x 13, 5x5, 0.26 -> 0.14 ms warm with chunk_for's chunks.)
+  // and the slack stay 0 for every plane a thread runs.  (Zeroed at the top of the body,
+  // which runs per chunk, with chunks of one plane, this was most of the kernel's time
+  // on 2 threads: docs/onnx.md, "Depthwise, again".)
   ThreadScratch<T> pads(scratch, nt), weights(taps, nt);
   parallel_for(planes, chunk_for(planes, nt), nt, [&](int64_t lo, int64_t hi, int tid) {
     T* pp = pads(tid);
