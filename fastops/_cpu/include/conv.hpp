@@ -604,6 +604,10 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
                     n = item / runs / cblocks;
       const int64_t mb0 = run * per, mb1 = std::min(panels, mb0 + per);
       const int64_t j0 = cb * kCgNC, nc = std::min(P, j0 + kCgNC) - j0;
+      // A strip read by one or two panels is not worth its copy: whole strips of an
+      // untransposed B are read in place (rpn's 3- and 12-channel 1x1 heads on 256
+      // channels: the copy took as long as the products)
+      const bool direct = !b_trans && mb1 - mb0 <= 2;
       for (int64_t k0 = 0; k0 < K; k0 += kCgKC) {
         const int64_t kc = std::min(kCgKC, K - k0);
         // the B block as strips of kc x kCgNR, zero-padded: each row of a strip in one
@@ -611,6 +615,7 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
         for (int64_t j = 0; j < nc; j += kCgNR) {
           const int64_t w = std::min(kCgNR, nc - j);
           float* dst = bpack + j * kc;
+          if (direct && w == kCgNR) continue;
           if (b_trans) {  // B (k, p) at b[p * ldb + k]: a row of b per column
             const float* src = b + n * sbn + (j0 + j) * ldb + k0;
             for (int64_t q = 0; q < w; ++q)
@@ -638,12 +643,13 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
             const GemmEpilogue ep{row_bias ? row_bias + m : nullptr,
                                   col_bias ? col_bias + j0 + j : nullptr, act};
             const int64_t nr = std::min(kCgNR, nc - j);
+            const bool in_place = direct && nr == kCgNR;
+            const float* bs = in_place ? b + n * sbn + k0 * ldb + j0 + j : bpack + j * kc;
+            const int64_t ls = in_place ? ldb : kCgNR;
             if (nr > kCgNR / 2)
-              gemm_block<true>(ap, bpack + j * kc, kCgNR, kc, o + j, P, mr, nr, ep, k0 == 0,
-                               k0 + kc >= K);
+              gemm_block<true>(ap, bs, ls, kc, o + j, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
             else
-              gemm_block<false>(ap, bpack + j * kc, kCgNR, kc, o + j, P, mr, nr, ep, k0 == 0,
-                                k0 + kc >= K);
+              gemm_block<false>(ap, bs, ls, kc, o + j, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
           }
         }
       }
