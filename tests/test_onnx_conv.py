@@ -296,12 +296,13 @@ def test_gemm_relu_fused_is_the_unfused_result():
 
 # ------------------------------------------------------------------ the packed GEMM kernel
 @pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
-@pytest.mark.parametrize("M", [1, 5, 6, 13])
+@pytest.mark.parametrize("M", [1, 5, 6, 12, 13])
 @pytest.mark.parametrize("K", [1, 255, 257, 600])
 @pytest.mark.parametrize("P", [1, 8, 9, 17, 257, 300])
 def test_packed_gemm_kernel_sizes(M, K, P):
     """Panels with padded rows, k passes with a short last one, strips of 8 and 16 and
-    partial ones, column blocks, two images, both B layouts, biases, activations."""
+    partial ones, column blocks, two images, both B layouts, biases, activations; P = 1
+    (gemv_packed) and items of one or two panels (M <= 12: B's strips read in place)."""
     mod = _dispatch.kernel_module("cpu", "deform_conv")
     rng = np.random.default_rng(M * 1000 + K + P)
     a = rng.standard_normal((M, K)).astype(np.float32)
