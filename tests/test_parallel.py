@@ -202,14 +202,19 @@ def test_small_call_after_a_pause_wakes_no_worker():
     assert alone == 0 and looped == 1, out
 
 
+def _kernel_headers():
+    """The CPU kernels' C++ headers (fastops/_cpu/include/*.hpp), for the source scans."""
+    import pathlib
+    return sorted((pathlib.Path(__file__).resolve().parents[1] / "fastops" / "_cpu" /
+                   "include").glob("*.hpp"))
+
+
 def test_per_thread_scratch_never_shares_cache_lines():
     """Per-thread scratch comes from ThreadScratch (each slot's block on its own 128
     bytes) or std::vector<Padded<X>>: slot offsets into one packed buffer put two threads'
     hot data in one cache line (roi_align's 2 threads ran as slow as 1 that way).  This
     scans the kernels for the packed idiom, so the next kernel cannot bring it back."""
-    import pathlib
     import re
-    include = pathlib.Path(__file__).resolve().parents[1] / "fastops" / "_cpu" / "include"
     # a slot/tid times a size, or a slot/tid/part t added to a buffer's start (scatter_nd's
     # owner counts at counts.data() + t * (nt + 1): "add" ran slower on 2 threads than 1)
     offset = re.compile(r"(\.data\(\)|\.get\(\))\s*\+[^,;()]*\b(tid|slot|t)\b|"
@@ -218,7 +223,7 @@ def test_per_thread_scratch_never_shares_cache_lines():
     per_thread_vector = re.compile(r"std::vector<[^;]*>\s+\w+\(\s*(static_cast<size_t>\(\s*nt"
                                    r"\s*\)|nt|size_mul\([^;]*\bnt\s*\))\s*[,)]")
     bad = []
-    for path in sorted(include.glob("*.hpp")):
+    for path in _kernel_headers():
         for no, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("//")[0]
             if "Padded<" in code:
@@ -234,17 +239,16 @@ def test_no_scratch_reset_at_the_top_of_a_parallel_body():
     item for every item (depthwise_conv2d zeroed a whole padded plane per plane, most
     of its time on 2 threads).  ThreadScratch zeroes its blocks once, when it is made.
     This scans each parallel_for body's head (up to its first loop) for such fills."""
-    import pathlib
     import re
-    include = pathlib.Path(__file__).resolve().parents[1] / "fastops" / "_cpu" / "include"
     fill = re.compile(r"\b(std::fill|std::fill_n|std::memset|memset|std::uninitialized_fill"
                       r"|std::uninitialized_fill_n)\s*\(")
+    loop_re = re.compile(r"\b(for|while)\s*\(")
     bad = []
-    for path in sorted(include.glob("*.hpp")):
+    for path in _kernel_headers():
         text = re.sub(r"//[^\n]*", "", path.read_text())
         for m in re.finditer(r"\bparallel_for\s*\(", text):
             body = text.find("{", m.end())
-            loop = re.compile(r"\b(for|while)\s*\(").search(text, body)
+            loop = loop_re.search(text, body)
             head = text[body:loop.start() if loop else len(text)]
             if fill.search(head):
                 no = text.count("\n", 0, m.start()) + 1

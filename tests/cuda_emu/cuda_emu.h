@@ -80,9 +80,8 @@ struct Block {
   // fibers: what each thread waits for (kRun: nothing, it can be resumed)
   enum Wait : char { kRun, kBlock, kWarp };
   std::vector<Wait> wait;
-  std::vector<ucontext_t> ctx;
+  std::vector<ucontext_t> ctx;              // one per fiber; lin_tid is the running one
   ucontext_t sched;                         // the launching thread's context
-                                            // (the running fiber is lin_tid)
   std::function<void()> body;               // the kernel with its arguments
   void fail(const std::string& msg) {
     if (error.empty()) error = msg;

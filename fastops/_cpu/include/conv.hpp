@@ -440,6 +440,12 @@ struct GemmEpilogue {
   const float* row_bias;  // [m] or null
   const float* col_bias;  // [p] or null
   int act;
+  // the last pass on the sum of row r, column j: row bias, column bias, activation
+  float finish(float v, int64_t r, int64_t j) const {
+    if (row_bias) v = v + row_bias[r];
+    if (col_bias) v = v + col_bias[j];
+    return conv_act(v, act);
+  }
 };
 
 // One 16-wide output row of a block: c's old values added (later passes), then on the
@@ -525,12 +531,7 @@ inline void gemm_block(const float* ap, const float* b, int64_t ldb, int64_t kc,
       for (int64_t j = 0; j < nr; ++j) {
         float v = sums[r * kCgNR + j];
         if (!first) v = cr[j] + v;
-        if (last) {
-          if (ep.row_bias) v = v + ep.row_bias[r];
-          if (ep.col_bias) v = v + ep.col_bias[j];
-          v = conv_act(v, ep.act);
-        }
-        cr[j] = v;
+        cr[j] = last ? ep.finish(v, r, j) : v;
       }
     }
   }
@@ -574,12 +575,8 @@ inline void gemv_packed(const float* packed, int64_t M, int64_t K, const float* 
         for (; i < len; ++i) sums[i % kCgMR] += ap[i] * xp[i];
       }
       const int64_t m0 = mb * kCgMR, mr = std::min(kCgMR, M - m0);
-      for (int64_t r = 0; r < mr; ++r) {
-        float v = sums[r];
-        if (row_bias) v = v + row_bias[m0 + r];
-        if (col_bias) v = v + col_bias[0];
-        out[n * M + m0 + r] = conv_act(v, act);
-      }
+      const GemmEpilogue ep{row_bias ? row_bias + m0 : nullptr, col_bias, act};
+      for (int64_t r = 0; r < mr; ++r) out[n * M + m0 + r] = ep.finish(sums[r], r, 0);
     }
   });
 }
