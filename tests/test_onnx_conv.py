@@ -341,6 +341,73 @@ def test_packed_gemm_kernel_checks_its_arguments():
                         0, out, 1)
 
 
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+@pytest.mark.parametrize("geom", [
+    # (C, H, W, kh, kw, stride_h, stride_w, pad_t, pad_l, pad_b, pad_r, dil_h, dil_w)
+    (3, 40, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),   # stem: stride-2 strips inside a row
+    (40, 9, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),   # K = 360: a k pass starts mid-channel
+    (5, 9, 11, 5, 3, 1, 3, 4, 0, 2, 5, 2, 1),    # rows and columns wholly in the padding
+    (4, 4, 4, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1),     # kernel larger than the image
+    (6, 30, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1),    # OW = 1: a strip spans 16 rows
+    (2, 12, 50, 2, 3, 3, 4, 0, 3, 1, 0, 1, 2),   # stride 4, dilated columns
+])
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "reversed"])
+def test_conv_packed_is_gemm_packed_on_the_im2col_matrix(geom, layout):
+    """conv_packed packs the im2col matrix's strips from the image: the same sums in the
+    same order as im2col + gemm_packed (so the same bits, on any thread count), and the
+    convolution (float64 reference) within the float32 tolerance."""
+    C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw = geom
+    mod = _dispatch.kernel_module("cpu", "deform_conv")
+    rng = np.random.default_rng(C * H * W)
+    M = 13                                                   # a partial last panel
+    x = rng.standard_normal((2, C, H, 2 * W)).astype(np.float32)
+    x = {"contiguous": np.ascontiguousarray(x[:, :, :, :W]), "strided": x[:, :, :, ::2],
+         "reversed": x[:, ::-1, :, ::-2]}[layout]
+    w = rng.standard_normal((M, C, kh, kw)).astype(np.float32)
+    b = rng.standard_normal(M).astype(np.float32)
+    packed = mod.gemm_pack(w.reshape(M, -1), 2)
+    OH = (H + pt + pb - (kh - 1) * dh - 1) // sh + 1
+    OW = (W + pl + pr - (kw - 1) * dw - 1) // sw + 1
+    cols = np.empty((2, C * kh * kw, OH * OW), np.float32)
+    mod.im2col(x, kh, kw, sh, sw, pt, pl, dh, dw, cols, OH, OW, 1)
+    ref = conv_ref(x, w, b, (sh, sw), (pt, pl, pb, pr), (dh, dw), 1)
+    for act, bias in ((0, b), (1, None), (2, b)):
+        want = np.empty((2, M, OH * OW), np.float32)
+        mod.gemm_packed(packed, M, cols, bias, None, act, want, 1)
+        for nt in (1, 2, 3):
+            got = np.full((2, M, OH, OW), np.nan, np.float32)
+            mod.conv_packed(packed, x, kh, kw, sh, sw, pt, pl, dh, dw, bias, act, got, nt)
+            np.testing.assert_array_equal(got.reshape(want.shape), want)
+    np.testing.assert_allclose(got, ref * np.clip(ref / 6 + 0.5, 0, 1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+def test_conv_packed_kernel_checks_its_arguments():
+    mod = _dispatch.kernel_module("cpu", "deform_conv")
+    packed = mod.gemm_pack(np.ones((5, 3 * 9), np.float32))
+    x = np.ones((1, 3, 8, 8), np.float32)
+    out = np.empty((1, 5, 8, 8), np.float32)
+    args = (3, 3, 1, 1, 1, 1, 1, 1)
+    with pytest.raises(ValueError, match="packed has"):
+        mod.conv_packed(packed[:-1], x, *args, None, 0, out, 1)
+    with pytest.raises(ValueError, match="packed has"):
+        mod.conv_packed(packed, x[:, :2], *args, None, 0, out, 1)
+    with pytest.raises(ValueError, match="out has 2 images"):
+        mod.conv_packed(packed, x, *args, None, 0, np.empty((2, 5, 8, 8), np.float32), 1)
+    with pytest.raises(ValueError, match="row_bias"):
+        mod.conv_packed(packed, x, *args, np.ones(4, np.float32), 0, out, 1)
+    with pytest.raises(ValueError, match="strides and dilations"):
+        mod.conv_packed(packed, x, 3, 3, 0, 1, 1, 1, 1, 1, None, 0, out, 1)
+    with pytest.raises(ValueError, match="pads"):
+        mod.conv_packed(packed, x, 3, 3, 1, 1, -1, 1, 1, 1, None, 0, out, 1)
+    with pytest.raises(ValueError, match="empty"):
+        mod.conv_packed(packed, x[:, :, :0], *args, None, 0, out, 1)
+    odd = np.lib.stride_tricks.as_strided(np.zeros(1200, np.uint8)[:4].view(np.float32),
+                                          (1, 3, 8, 8), (1152, 384, 48, 6))
+    with pytest.raises(ValueError, match="multiples of 4"):
+        mod.conv_packed(packed, odd, *args, None, 0, out, 1)
+
+
 # ------------------------------------------------------------------ Session.run's arena
 def _handler_name(arr=None):
     from numpy._core.multiarray import get_handler_name

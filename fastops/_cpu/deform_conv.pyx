@@ -81,6 +81,12 @@ cdef extern from "conv.hpp" namespace "fastops" nogil:
         const float* packed, int64_t M, int64_t K, const float* b, int64_t N, int64_t sbn,
         int64_t ldb, cbool b_trans, int64_t P, const float* row_bias,
         const float* col_bias, int act, float* out, int nthreads) except +
+    void c_conv_packed "fastops::conv_packed"(
+        const float* packed, int64_t M, const float* x, int64_t N, int64_t C, int64_t H,
+        int64_t W, int64_t sxN, int64_t sxC, int64_t sxH, int64_t sxW, int64_t KH,
+        int64_t KW, int64_t stride_h, int64_t stride_w, int64_t pad_t, int64_t pad_l,
+        int64_t dil_h, int64_t dil_w, const float* row_bias, int act, float* out,
+        int64_t OH, int64_t OW, int nthreads) except +
 
 # Does this build have the packed GEMM (x86-64-v3 only; include/conv.hpp)?
 PACKED_GEMM = kPackedGemm
@@ -399,6 +405,48 @@ def gemm_packed(const float[::1] packed, int64_t M, const float[:, :, :] b,
         ldb = b.strides[1] // 4
     with nogil:
         c_gemm_packed(pp, M, K, bp, N, sbn, ldb, b_trans, P, rp, cp, act, &out[0, 0, 0],
+                      nthreads)
+
+
+def conv_packed(const float[::1] packed, const float[:, :, :, :] x, int64_t kh, int64_t kw,
+                int64_t stride_h, int64_t stride_w, int64_t pad_t, int64_t pad_l,
+                int64_t dil_h, int64_t dil_w, const float[::1] row_bias, int act,
+                float[:, :, :, ::1] out, int nthreads):
+    """out (N, M, OH, OW) = act(conv(x, A) + row_bias[:, None, None]) with A (M, C * kh *
+    kw) packed by gemm_pack: gemm_packed on x's im2col matrix, never materialized; x
+    (N, C, H, W) float32 at any element strides; row_bias (M,) or None; act a ConvAct.
+    Only where PACKED_GEMM."""
+    if not kPackedGemm:
+        raise RuntimeError("conv_packed: this build has no packed GEMM (PACKED_GEMM)")
+    cdef int64_t N = x.shape[0], C = x.shape[1], M = out.shape[1]
+    if kh < 1 or kw < 1 or stride_h < 1 or stride_w < 1 or dil_h < 1 or dil_w < 1:
+        raise ValueError("conv_packed: kernel, strides and dilations must be >= 1")
+    if pad_t < 0 or pad_l < 0:
+        raise ValueError("conv_packed: pads must be >= 0")
+    if packed.shape[0] != c_gemm_packed_size(M, C * kh * kw):
+        raise ValueError(f"conv_packed: packed has {packed.shape[0]} elements, expected "
+                         f"{c_gemm_packed_size(M, C * kh * kw)} for a ({M}, {C * kh * kw}) "
+                         f"weight")
+    if out.shape[0] != N:
+        raise ValueError(f"conv_packed: out has {out.shape[0]} images, x {N}")
+    if row_bias is not None and row_bias.shape[0] != M:
+        raise ValueError(f"conv_packed: row_bias has {row_bias.shape[0]} elements, "
+                         f"expected {M}")
+    if x.size == 0:
+        raise ValueError("conv_packed: x must not be empty")
+    for i in range(4):
+        if x.strides[i] % 4:
+            raise ValueError("conv_packed: x's strides must be multiples of 4 bytes")
+    if out.size == 0:
+        return
+    cdef const float* rp = NULL
+    if row_bias is not None:
+        rp = &row_bias[0]
+    with nogil:
+        c_conv_packed(&packed[0], M, &x[0, 0, 0, 0], N, C, x.shape[2], x.shape[3],
+                      _s(x.strides[0], 4), _s(x.strides[1], 4), _s(x.strides[2], 4),
+                      _s(x.strides[3], 4), kh, kw, stride_h, stride_w, pad_t, pad_l, dil_h,
+                      dil_w, rp, act, &out[0, 0, 0, 0], out.shape[2], out.shape[3],
                       nthreads)
 
 

@@ -5,7 +5,8 @@ Conv, 2-D float32/float64 on NumPy, on fastops kernels: depthwise ones on a dire
 family's tiled channels-last im2col + single-threaded-BLAS GEMM (offset None); the rest,
 float32 with a constant weight in the x86-64-v3 build, on the packed GEMM (conv.hpp
 gemm_packed: the weight packed once per Session, 1x1 convolutions read in place, others
-through one im2col matrix).  A Relu/HardSwish reading only the Conv's output is fused
+through conv_packed, which packs the GEMM's strips of the im2col matrix straight from the
+image and never materializes it).  A Relu/HardSwish reading only the Conv's output is fused
 into it (EPILOGUES): the depthwise and packed kernels apply it in registers, the others
 in place.  Elsewhere (CuPy, float16, 1-D/3-D, the baseline build): im2col as a strided
 window view + one BLAS GEMM per group (1x1 convolutions a plain GEMM, depthwise ones a
@@ -141,6 +142,13 @@ def _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group, act=None, packed=N
     if pointwise:                                       # no window copy
         xs = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
         cols = xs.reshape(N, C, P)
+    elif packed is not None:                            # im2col fused into the GEMM
+        if b is not None:
+            b = np.ascontiguousarray(b)
+        _dispatch.kernel_module("cpu", "deform_conv").conv_packed(
+            packed, x, kernel_shape[0], kernel_shape[1], strides[0], strides[1], pb[0],
+            pb[1], dils[0], dils[1], b, _packed_gemm.ACT[act], y, get_num_threads())
+        return y
     elif native:
         cols = np.empty((N, C * taps, P), x.dtype)
         _dispatch.kernel_module("cpu", "deform_conv").im2col(

@@ -582,28 +582,150 @@ inline void gemv_packed(const float* packed, int64_t M, int64_t K, const float* 
 }
 #endif
 
-// packed: gemm_pack(A (M, K)); b (N, K, P): image n at b + n * sbn, element (k, p) at
-// + k * ldb + p, or with b_trans at + p * ldb + k (Gemm's input rows); out (N, M, P)
-// contiguous; row_bias (M,) and col_bias (P,) contiguous or null; act a ConvAct.
-inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* b,
-                        int64_t N, int64_t sbn, int64_t ldb, bool b_trans, int64_t P,
-                        const float* row_bias, const float* col_bias, int act, float* out,
-                        int nthreads) {
-  if (K == 0) {  // no products: the sums are 0
-    for (int64_t i = 0; i < N * M; ++i)
-      for (int64_t p = 0; p < P; ++p)
-        out[i * P + p] = conv_act((row_bias ? row_bias[i % M] : 0.f) +
-                                      (col_bias ? col_bias[p] : 0.f), act);
-    return;
-  }
 #if defined(__AVX2__) && defined(__FMA__)
+// The B operands of gemm_packed_run.  pack(n, k0, kc, p, w, dst) writes B[n][k0 + k][p + q]
+// to dst[k * kCgNR + q] for k < kc, q < w, and zeros for q in [w, kCgNR); in_place(n, k0,
+// p) is the first row of a whole strip (16 columns from p) readable where it lies, with
+// row stride ld, or null.
+
+// A matrix: b (N, K, P), image n at b + n * sbn, element (k, p) at + k * ldb + p, or with
+// trans at + p * ldb + k (Gemm's input rows).
+struct MatrixB {
+  const float* b;
+  int64_t sbn, ldb;
+  bool trans;
+  int64_t ld() const { return ldb; }
+  const float* in_place(int64_t n, int64_t k0, int64_t p) const {
+    return trans ? nullptr : b + n * sbn + k0 * ldb + p;
+  }
+  void pack(int64_t n, int64_t k0, int64_t kc, int64_t p, int64_t w, float* dst) const {
+    if (trans) {  // a row of b per column
+      const float* src = b + n * sbn + p * ldb + k0;
+      int64_t k1 = 0;
+      if (w == kCgNR)  // 8 x 8 tiles through registers: fc6 (150 x 12544) 4-7 % faster
+        for (; k1 + 8 <= kc; k1 += 8)
+          for (int64_t q = 0; q < kCgNR; q += 8)
+            transpose8x8(src + q * ldb + k1, ldb, dst + k1 * kCgNR + q, kCgNR);
+      for (int64_t q = 0; q < w; ++q)
+        for (int64_t k = k1; k < kc; ++k) dst[k * kCgNR + q] = src[q * ldb + k];
+    } else {
+      const float* src = b + n * sbn + k0 * ldb + p;
+      if (w == kCgNR) {
+        for (int64_t k = 0; k < kc; ++k) {
+          _mm256_storeu_ps(dst + k * kCgNR, _mm256_loadu_ps(src + k * ldb));
+          _mm256_storeu_ps(dst + k * kCgNR + 8, _mm256_loadu_ps(src + k * ldb + 8));
+        }
+        return;
+      }
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t q = 0; q < w; ++q) dst[k * kCgNR + q] = src[k * ldb + q];
+    }
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t q = w; q < kCgNR; ++q) dst[k * kCgNR + q] = 0.f;
+  }
+};
+
+// The im2col matrix of an image batch, never materialized: row k = (c, i, j) of image n,
+// column p = (oy, ox) is x[n][c] at (oy * sh - pt + i * dh, ox * sw - pl + j * dw), 0
+// outside.  An RGB stem (3 -> 16, 3x3 stride 2, 320 x 416) through a materialized matrix
+// wrote and read 27 values per output pixel: 3.6x onnxruntime's time.
+struct ImageB {
+  const float* x;
+  int64_t C, H, W, sxN, sxC, sxH, sxW, KH, KW, sh, sw, pt, pl, dh, dw, OW;
+  int64_t ld() const { return 0; }
+  const float* in_place(int64_t, int64_t, int64_t) const { return nullptr; }
+
+  // lanes i of 8 with lo <= i < hi
+  static __m256i lanes_between(int64_t lo, int64_t hi) {
+    const __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i l = _mm256_set1_epi32(static_cast<int>(std::min<int64_t>(std::max<int64_t>(lo, -1), 8)));
+    const __m256i h = _mm256_set1_epi32(static_cast<int>(std::min<int64_t>(std::max<int64_t>(hi, -1), 8)));
+    return _mm256_andnot_si256(_mm256_cmpgt_epi32(l, i), _mm256_cmpgt_epi32(h, i));
+  }
+
+  void pack(int64_t n, int64_t k0, int64_t kc, int64_t p, int64_t w, float* dst) const {
+    // the strip's columns as runs along output rows (several where rows are short)
+    int64_t seg_q[kCgNR], seg_oy[kCgNR], seg_ox[kCgNR], seg_len[kCgNR], segs = 0;
+    for (int64_t q = 0; q < w; ++segs) {
+      seg_q[segs] = q;
+      seg_oy[segs] = (p + q) / OW;
+      seg_ox[segs] = (p + q) % OW;
+      seg_len[segs] = std::min(w - q, OW - seg_ox[segs]);
+      q += seg_len[segs];
+    }
+    const int64_t taps = KH * KW;
+    int64_t c = k0 / taps, i = k0 % taps / KW, j = k0 % KW;
+    for (int64_t k = 0; k < kc; ++k) {
+      float* d = dst + k * kCgNR;
+      const float* plane = x + n * sxN + c * sxC;
+      const int64_t off = j * dw - pl;  // ix = ox * sw + off
+      if (sw == 1 && sxW == 1) {
+        // the row's 16 slots in two registers, each run's part by masked loads (masked
+        // lanes read nothing and give 0): frcnn's FPN layers have 13- and 26-wide rows,
+        // where element copies per run took longer than the materialized matrix
+        __m256 lo = _mm256_setzero_ps(), hi = lo;
+        for (int64_t s = 0; s < segs; ++s) {
+          const int64_t iy = seg_oy[s] * sh - pt + i * dh;
+          if (iy < 0 || iy >= H) continue;
+          const int64_t base = seg_ox[s] + off, sq = seg_q[s];  // slot sq + q: ix base + q
+          const int64_t a = std::max<int64_t>(0, -base), b = std::min(seg_len[s], W - base);
+          if (a >= b) continue;
+          const float* row = plane + iy * sxH + (base - sq);  // slot t reads row[t]
+          lo = _mm256_or_ps(lo, _mm256_maskload_ps(row, lanes_between(sq + a, sq + b)));
+          hi = _mm256_or_ps(hi, _mm256_maskload_ps(row + 8, lanes_between(sq + a - 8, sq + b - 8)));
+        }
+        _mm256_storeu_ps(d, lo);
+        _mm256_storeu_ps(d + 8, hi);
+      } else {
+        for (int64_t s = 0; s < segs; ++s) {
+          float* ds = d + seg_q[s];
+          const int64_t iy = seg_oy[s] * sh - pt + i * dh, len = seg_len[s];
+          const int64_t base = seg_ox[s] * sw + off;  // ix of the run's first output
+          // the run's outputs [a, b) read inside the row: 0 <= base + q * sw < W
+          int64_t a = len, b = len;
+          if (iy >= 0 && iy < H) {
+            if (base >= 0 && base + (len - 1) * sw < W) {  // no divisions inside the image
+              a = 0;
+            } else {
+              a = base >= 0 ? 0 : std::min(len, (-base + sw - 1) / sw);
+              b = std::max(a, base >= W ? 0 : std::min(len, (W - 1 - base) / sw + 1));
+            }
+          }
+          if (a == 0 && b == kCgNR && sxW == 1 && sw == 2) {
+            // the even ones of row[0 .. 30], loads kept inside that range
+            const float* row = plane + iy * sxH + base;
+            const __m256 v0 = _mm256_loadu_ps(row), v1 = _mm256_loadu_ps(row + 8),
+                         v2 = _mm256_loadu_ps(row + 16), v3 = _mm256_loadu_ps(row + 23);
+            // 0 2 8 10 | 4 6 12 14 and 16 18 24 26 | 20 22 28 30; then 64-bit lanes 0 2 1 3
+            const __m256d e0 = _mm256_castps_pd(_mm256_shuffle_ps(v0, v1, 0x88)),
+                          e1 = _mm256_castps_pd(_mm256_shuffle_ps(v2, v3, 0xD8));
+            _mm256_storeu_ps(ds, _mm256_castpd_ps(_mm256_permute4x64_pd(e0, 0xD8)));
+            _mm256_storeu_ps(ds + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(e1, 0xD8)));
+            continue;
+          }
+          for (int64_t q = 0; q < a; ++q) ds[q] = 0.f;
+          for (int64_t q = a; q < b; ++q) ds[q] = plane[iy * sxH + (base + q * sw) * sxW];
+          for (int64_t q = b; q < len; ++q) ds[q] = 0.f;
+        }
+        for (int64_t q = w; q < kCgNR; ++q) d[q] = 0.f;
+      }
+      if (++j == KW) {
+        j = 0;
+        if (++i == KH) i = 0, ++c;
+      }
+    }
+  }
+};
+
+// out (N, M, P) contiguous = act(A B[n] + row_bias + col_bias), A packed by gemm_pack, B
+// one of the sources above; row_bias (M,) and col_bias (P,) contiguous or null; act a
+// ConvAct.
+template <class Src>
+void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, int64_t N,
+                     int64_t P, const float* row_bias, const float* col_bias, int act,
+                     float* out, int nt) {
   const int64_t panels = (M + kCgMR - 1) / kCgMR;
   const int64_t cblocks = (P + kCgNC - 1) / kCgNC;
-  const int nt = threads_for(work_product(work_product(N * M, P), K), nthreads);
-  if (P == 1) {  // element (k, 0) at b[k] with b_trans, else b[k * ldb]
-    gemv_packed(packed, M, K, b, N, sbn, b_trans ? 1 : ldb, row_bias, col_bias, act, out, nt);
-    return;
-  }
   // An item per thread at least: split the panels only where images x column blocks
   // are fewer (each run packs the same B blocks again).
   const int64_t want = nt;
@@ -621,41 +743,18 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
                     n = item / runs / cblocks;
       const int64_t mb0 = run * per, mb1 = std::min(panels, mb0 + per);
       const int64_t j0 = cb * kCgNC, nc = std::min(P, j0 + kCgNC) - j0;
-      // A strip read by one or two panels is not worth its copy: whole strips of an
-      // untransposed B are read in place (rpn's 3- and 12-channel 1x1 heads on 256
+      // A strip read by one or two panels is not worth its copy: whole strips are read
+      // in place where the source allows (rpn's 3- and 12-channel 1x1 heads on 256
       // channels: the copy took as long as the products)
-      const bool direct = !b_trans && mb1 - mb0 <= 2;
+      const bool direct = mb1 - mb0 <= 2;
       for (int64_t k0 = 0; k0 < K; k0 += kCgKC) {
         const int64_t kc = std::min(kCgKC, K - k0);
         // the B block as strips of kc x kCgNR, zero-padded: each row of a strip in one
         // cache line (B's own rows are pages apart on large images: a TLB miss per k)
         for (int64_t j = 0; j < nc; j += kCgNR) {
           const int64_t w = std::min(kCgNR, nc - j);
-          float* dst = bpack + j * kc;
-          if (direct && w == kCgNR) continue;
-          if (b_trans) {  // B (k, p) at b[p * ldb + k]: a row of b per column
-            const float* src = b + n * sbn + (j0 + j) * ldb + k0;
-            int64_t k1 = 0;
-            if (w == kCgNR)  // 8 x 8 tiles through registers: fc6 (150 x 12544) 4-7 % faster
-              for (; k1 + 8 <= kc; k1 += 8)
-                for (int64_t q = 0; q < kCgNR; q += 8)
-                  transpose8x8(src + q * ldb + k1, ldb, dst + k1 * kCgNR + q, kCgNR);
-            for (int64_t q = 0; q < w; ++q)
-              for (int64_t k = k1; k < kc; ++k) dst[k * kCgNR + q] = src[q * ldb + k];
-          } else if (w == kCgNR) {
-            const float* src = b + n * sbn + k0 * ldb + j0 + j;
-            for (int64_t k = 0; k < kc; ++k) {
-              _mm256_storeu_ps(dst + k * kCgNR, _mm256_loadu_ps(src + k * ldb));
-              _mm256_storeu_ps(dst + k * kCgNR + 8, _mm256_loadu_ps(src + k * ldb + 8));
-            }
-            continue;
-          } else {
-            const float* src = b + n * sbn + k0 * ldb + j0 + j;
-            for (int64_t k = 0; k < kc; ++k)
-              for (int64_t q = 0; q < w; ++q) dst[k * kCgNR + q] = src[k * ldb + q];
-          }
-          for (int64_t k = 0; k < kc; ++k)
-            for (int64_t q = w; q < kCgNR; ++q) dst[k * kCgNR + q] = 0.f;
+          if (!(direct && w == kCgNR && src.in_place(n, k0, j0 + j)))
+            src.pack(n, k0, kc, j0 + j, w, bpack + j * kc);
         }
         for (int64_t mb = mb0; mb < mb1; ++mb) {
           const int64_t m = mb * kCgMR, mr = std::min(kCgMR, M - m);
@@ -665,9 +764,9 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
             const GemmEpilogue ep{row_bias ? row_bias + m : nullptr,
                                   col_bias ? col_bias + j0 + j : nullptr, act};
             const int64_t nr = std::min(kCgNR, nc - j);
-            const bool in_place = direct && nr == kCgNR;
-            const float* bs = in_place ? b + n * sbn + k0 * ldb + j0 + j : bpack + j * kc;
-            const int64_t ls = in_place ? ldb : kCgNR;
+            const float* ip = direct && nr == kCgNR ? src.in_place(n, k0, j0 + j) : nullptr;
+            const float* bs = ip ? ip : bpack + j * kc;
+            const int64_t ls = ip ? src.ld() : kCgNR;
             if (nr > kCgNR / 2)
               gemm_block<true>(ap, bs, ls, kc, o + j, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
             else
@@ -677,8 +776,59 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
       }
     }
   });
+}
+#endif
+
+// The sums of no products: out[n][m][p] = act(row_bias[m] + col_bias[p]).
+inline void gemm_no_products(int64_t N, int64_t M, int64_t P, const float* row_bias,
+                             const float* col_bias, int act, float* out) {
+  for (int64_t i = 0; i < N * M; ++i)
+    for (int64_t p = 0; p < P; ++p)
+      out[i * P + p] = conv_act((row_bias ? row_bias[i % M] : 0.f) +
+                                    (col_bias ? col_bias[p] : 0.f), act);
+}
+
+// packed: gemm_pack(A (M, K)); b (N, K, P): image n at b + n * sbn, element (k, p) at
+// + k * ldb + p, or with b_trans at + p * ldb + k (Gemm's input rows); out (N, M, P)
+// contiguous; row_bias (M,) and col_bias (P,) contiguous or null; act a ConvAct.
+inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* b,
+                        int64_t N, int64_t sbn, int64_t ldb, bool b_trans, int64_t P,
+                        const float* row_bias, const float* col_bias, int act, float* out,
+                        int nthreads) {
+  if (K == 0) return gemm_no_products(N, M, P, row_bias, col_bias, act, out);
+#if defined(__AVX2__) && defined(__FMA__)
+  const int nt = threads_for(work_product(work_product(N * M, P), K), nthreads);
+  if (P == 1) {  // element (k, 0) at b[k] with b_trans, else b[k * ldb]
+    gemv_packed(packed, M, K, b, N, sbn, b_trans ? 1 : ldb, row_bias, col_bias, act, out, nt);
+    return;
+  }
+  gemm_packed_run(packed, M, K, MatrixB{b, sbn, ldb, b_trans}, N, P, row_bias, col_bias,
+                  act, out, nt);
 #else
   (void)packed, (void)b, (void)sbn, (void)ldb, (void)b_trans, (void)nthreads;
+#endif
+}
+
+// out (N, M, OH, OW) contiguous = act(conv(x, A) + row_bias), A (M, C * KH * KW) packed by
+// gemm_pack: gemm_packed on x's im2col matrix (ImageB), packed strip by strip.  x (N, C,
+// H, W) at element strides sx*, non-empty.
+inline void conv_packed(const float* packed, int64_t M, const float* x, int64_t N,
+                        int64_t C, int64_t H, int64_t W, int64_t sxN, int64_t sxC,
+                        int64_t sxH, int64_t sxW, int64_t KH, int64_t KW, int64_t stride_h,
+                        int64_t stride_w, int64_t pad_t, int64_t pad_l, int64_t dil_h,
+                        int64_t dil_w, const float* row_bias, int act, float* out,
+                        int64_t OH, int64_t OW, int nthreads) {
+  const int64_t K = size_mul(C, KH * KW), P = size_mul(OH, OW);
+  if (K == 0) return gemm_no_products(N, M, P, row_bias, nullptr, act, out);
+#if defined(__AVX2__) && defined(__FMA__)
+  const int nt = threads_for(work_product(work_product(N * M, P), K), nthreads);
+  const ImageB src{x, C, H, W, sxN, sxC, sxH, sxW, KH, KW, stride_h, stride_w, pad_t, pad_l,
+                   dil_h, dil_w, OW};
+  gemm_packed_run(packed, M, K, src, N, P, row_bias, nullptr, act, out, nt);
+#else
+  (void)packed, (void)x, (void)C, (void)H, (void)W, (void)sxN, (void)sxC, (void)sxH,
+      (void)sxW, (void)stride_h, (void)stride_w, (void)pad_t, (void)pad_l, (void)dil_h,
+      (void)dil_w, (void)nthreads;
 #endif
 }
 
