@@ -90,7 +90,10 @@ _NATIVE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Against the packed GEMM on an im2col matrix (sixth session, tiled / packed): 16 -> 16
 # on 160x208 4.8 / 3.8, 64 -> 64 on 80x104 7.3 / 6.8, 32 -> 64 on 80x104 2.4 / 2.9,
 # 128 -> 128 on 50x68 7.2 / 9.0, 256 -> 256 on 40x52 16.2 / 17.8: mixed, so the rule
-# stands.
+# stands.  Against conv_packed (twenty-second session, tiled / conv_packed, Relu, the two
+# alternating in one process): 16 -> 16 on 160x208 4.5 / 3.9, 64 -> 128 on 40x52 4.2 /
+# 3.6, 64 -> 64 on 80x104 6.6 / 6.7, 128 -> 128 on 50x68 8.6 / 9.1, on 100x136 27.6 /
+# 33.4: mixed again.
 _TILED_MIN_PIXELS = 1024
 _TILED_MIN_TAPS = 64
 

@@ -663,19 +663,29 @@ struct ImageB {
         // the row's 16 slots in two registers, each run's part by masked loads (masked
         // lanes read nothing and give 0): frcnn's FPN layers have 13- and 26-wide rows,
         // where element copies per run took longer than the materialized matrix
-        __m256 lo = _mm256_setzero_ps(), hi = lo;
-        for (int64_t s = 0; s < segs; ++s) {
-          const int64_t iy = seg_oy[s] * sh - pt + i * dh;
-          if (iy < 0 || iy >= H) continue;
-          const int64_t base = seg_ox[s] + off, sq = seg_q[s];  // slot sq + q: ix base + q
-          const int64_t a = std::max<int64_t>(0, -base), b = std::min(seg_len[s], W - base);
-          if (a >= b) continue;
-          const float* row = plane + iy * sxH + (base - sq);  // slot t reads row[t]
-          lo = _mm256_or_ps(lo, _mm256_maskload_ps(row, lanes_between(sq + a, sq + b)));
-          hi = _mm256_or_ps(hi, _mm256_maskload_ps(row + 8, lanes_between(sq + a - 8, sq + b - 8)));
+        const int64_t iy0 = seg_oy[0] * sh - pt + i * dh, base0 = seg_ox[0] + off;
+        if (seg_len[0] == kCgNR && iy0 >= 0 && iy0 < H && base0 >= 0 && base0 + kCgNR <= W) {
+          // a whole strip inside one row, the common case on large images: two plain
+          // copies (the masks cost as much as the products of a 16-channel Conv)
+          const float* row = plane + iy0 * sxH + base0;
+          _mm256_storeu_ps(d, _mm256_loadu_ps(row));
+          _mm256_storeu_ps(d + 8, _mm256_loadu_ps(row + 8));
+        } else {
+          __m256 lo = _mm256_setzero_ps(), hi = lo;
+          for (int64_t s = 0; s < segs; ++s) {
+            const int64_t iy = seg_oy[s] * sh - pt + i * dh;
+            if (iy < 0 || iy >= H) continue;
+            const int64_t base = seg_ox[s] + off, sq = seg_q[s];  // slot sq + q: ix base + q
+            const int64_t a = std::max<int64_t>(0, -base), b = std::min(seg_len[s], W - base);
+            if (a >= b) continue;
+            const float* row = plane + iy * sxH + (base - sq);  // slot t reads row[t]
+            lo = _mm256_or_ps(lo, _mm256_maskload_ps(row, lanes_between(sq + a, sq + b)));
+            hi = _mm256_or_ps(hi, _mm256_maskload_ps(row + 8,
+                                                     lanes_between(sq + a - 8, sq + b - 8)));
+          }
+          _mm256_storeu_ps(d, lo);
+          _mm256_storeu_ps(d + 8, hi);
         }
-        _mm256_storeu_ps(d, lo);
-        _mm256_storeu_ps(d + 8, hi);
       } else {
         for (int64_t s = 0; s < segs; ++s) {
           float* ds = d + seg_q[s];
