@@ -346,17 +346,24 @@ def test_packed_gemm_kernel_checks_its_arguments():
     # (C, H, W, kh, kw, stride_h, stride_w, pad_t, pad_l, pad_b, pad_r, dil_h, dil_w)
     (3, 40, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),   # stem: stride-2 strips inside a row
     (40, 9, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),   # K = 360: a k pass starts mid-channel
+    (6, 9, 40, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1),    # rows of 16-output strips, stride 2
     (5, 9, 11, 5, 3, 1, 3, 4, 0, 2, 5, 2, 1),    # rows and columns wholly in the padding
     (4, 4, 4, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1),     # kernel larger than the image
     (6, 30, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1),    # OW = 1: a strip spans 16 rows
     (2, 12, 50, 2, 3, 3, 4, 0, 3, 1, 0, 1, 2),   # stride 4, dilated columns
 ])
 @pytest.mark.parametrize("layout", ["contiguous", "strided", "reversed"])
-def test_conv_packed_is_gemm_packed_on_the_im2col_matrix(geom, layout):
-    """conv_packed packs the im2col matrix's strips from the image: the same sums in the
-    same order as im2col + gemm_packed (so the same bits, on any thread count), and the
-    convolution (float64 reference) within the float32 tolerance."""
+@pytest.mark.parametrize("route", ["rows", "strips"])
+def test_conv_packed_is_gemm_packed_on_the_im2col_matrix(geom, layout, route):
+    """conv_packed reads the im2col matrix from the image, never materialized: for K <=
+    256 from phase-split rows of a scratch band (conv_rows), above that from strips
+    packed from the image (ImageB); the geometry's channels are raised past 256 / taps
+    for the second.  Either way the same sums in the same order as im2col +
+    gemm_packed (so the same bits, on any thread count), and the convolution (float64
+    reference) within the float32 tolerance."""
     C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw = geom
+    if (C * kh * kw > 256) != (route == "strips"):
+        C = 256 // (kh * kw) + 1 if route == "strips" else 256 // (kh * kw)
     mod = _dispatch.kernel_module("cpu", "deform_conv")
     rng = np.random.default_rng(C * H * W)
     M = 13                                                   # a partial last panel

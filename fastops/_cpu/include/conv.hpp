@@ -122,6 +122,27 @@ inline void dw_split2(const T* s, int64_t x0, int64_t x1, int64_t pad_l, T* seg0
   }
 }
 
+// Columns [x0, x1) of the row s (element stride sxW) into the phase-split padded row d:
+// column c = x + pad_l at segment c % stride_w (segments WS apart), index c / stride_w;
+// other columns are left as they are.  Stride 1 is the plain padded row.
+template <typename T>
+inline void split_row(const T* s, int64_t sxW, int64_t x0, int64_t x1, int64_t pad_l,
+                      int64_t stride_w, int64_t WS, T* d) {
+  if (stride_w == 1) {
+    for (int64_t xx = x0; xx < x1; ++xx) d[xx + pad_l] = s[xx * sxW];
+  } else if (stride_w == 2 && sxW == 1) {
+    dw_split2(s, x0, x1, pad_l, d, d + WS);
+  } else {  // one phase segment at a time, no division per element
+    for (int64_t ph = 0; ph < stride_w; ++ph) {
+      int64_t col = x0 + pad_l;
+      col += ((ph - col) % stride_w + stride_w) % stride_w;  // first of this phase
+      T* seg = d + ph * WS;
+      for (int64_t k = col / stride_w; col < x1 + pad_l; col += stride_w, ++k)
+        seg[k] = s[(col - pad_l) * sxW];
+    }
+  }
+}
+
 // Bias and HardSwish on a register block, stored to dst (kDwVecs vectors): in AVX
 // registers in the x86-64-v3 float build, elsewhere in split loops (so that GCC emits
 // compares and blends, not the branches a per-value conv_act compiles to).
@@ -271,21 +292,7 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
       const int64_t n = item / C, c = item % C;
       const T* src = x + n * sxN + c * sxC;
       for (int64_t y = y0; y < y1; ++y) {
-        T* d = pp + (y + pad_t) * RS;
-        const T* s = src + y * sxH;
-        if (stride_w == 1) {
-          for (int64_t xx = x0; xx < x1; ++xx) d[xx + pad_l] = s[xx * sxW];
-        } else if (stride_w == 2 && sxW == 1) {
-          dw_split2(s, x0, x1, pad_l, d, d + WS);
-        } else {  // one phase segment at a time, no division per element
-          for (int64_t ph = 0; ph < stride_w; ++ph) {
-            int64_t col = x0 + pad_l;
-            col += ((ph - col) % stride_w + stride_w) % stride_w;  // first of this phase
-            T* seg = d + ph * WS;
-            for (int64_t k = col / stride_w; col < x1 + pad_l; col += stride_w, ++k)
-              seg[k] = s[(col - pad_l) * sxW];
-          }
-        }
+        split_row(src + y * sxH, sxW, x0, x1, pad_l, stride_w, WS, pp + (y + pad_t) * RS);
       }
       for (int64_t i = 0; i < KH; ++i)
         for (int64_t j = 0; j < KW; ++j) wt[i * KW + j] = w[c * swC + i * swH + j * swW];
@@ -473,6 +480,20 @@ inline void gemm_store_row(float* cr, __m256 v0, __m256 v1, int64_t r,
   _mm256_storeu_ps(cr + 8, v1);
 }
 
+// gemm_block's B rows: row k at b + k * ld (a packed strip, or a matrix read in place)
+struct StridedRows {
+  const float* b;
+  int64_t ld;
+  const float* operator()(int64_t k) const { return b + k * ld; }
+};
+
+// row k at r[k] + off: conv_rows' taps, each a run of one row of its scratch
+struct TapRows {
+  const float* const* r;
+  int64_t off;
+  const float* operator()(int64_t k) const { return r[k] + off; }
+};
+
 // One kCgMR x kCgNR block over kc values of k (Wide = false: its first 8 columns only,
 // for a last strip of at most 8: P = 130 or 150 would otherwise compute 7-11 % of
 // padding): c (row stride ldc) gets the sums (first pass) or adds them; the last pass
@@ -480,8 +501,8 @@ inline void gemm_store_row(float* cr, __m256 v0, __m256 v1, int64_t r,
 // columns past nr come from zero padding, not stored.  A whole block is stored straight
 // from its registers: through a stack copy, a Conv with few input channels (K = 16-40,
 // 2k-33k pixels, Relu / HardSwish) took 8-15 % longer.
-template <bool Wide>
-inline void gemm_block(const float* ap, const float* b, int64_t ldb, int64_t kc, float* c,
+template <bool Wide, class Rows>
+inline void gemm_block(const float* ap, const Rows& brow, int64_t kc, float* c,
                        int64_t ldc, int64_t mr, int64_t nr, const GemmEpilogue& ep,
                        bool first, bool last) {
   static_assert(kCgMR == 6 && kCgNR == 16, "the accumulators below are 6 x 2 vectors");
@@ -491,8 +512,9 @@ inline void gemm_block(const float* ap, const float* b, int64_t ldb, int64_t kc,
          c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
-    const __m256 b0 = _mm256_loadu_ps(b + k * ldb);
-    const __m256 b1 = Wide ? _mm256_loadu_ps(b + k * ldb + 8) : b0;
+    const float* bk = brow(k);
+    const __m256 b0 = _mm256_loadu_ps(bk);
+    const __m256 b1 = Wide ? _mm256_loadu_ps(bk + 8) : b0;
     const float* a = ap + k * kCgMR;
     __m256 av = _mm256_broadcast_ss(a);
     c00 = _mm256_fmadd_ps(av, b0, c00);
@@ -786,10 +808,11 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
             const float* ip = direct && nr == kCgNR ? src.in_place(n, k0, j0 + j) : nullptr;
             const float* bs = ip ? ip : bpack + j * kc;
             const int64_t ls = ip ? src.ld() : kCgNR;
+            const StridedRows rows{bs, ls};
             if (nr > kCgNR / 2)
-              gemm_block<true>(ap, bs, ls, kc, o + j, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
+              gemm_block<true>(ap, rows, kc, o + j, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
             else
-              gemm_block<false>(ap, bs, ls, kc, o + j, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
+              gemm_block<false>(ap, rows, kc, o + j, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
           }
         }
       }
@@ -831,6 +854,75 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
 // out (N, M, OH, OW) contiguous = act(conv(x, A) + row_bias), A (M, C * KH * KW) packed by
 // gemm_pack: gemm_packed on x's im2col matrix (ImageB), packed strip by strip.  x (N, C,
 // H, W) at element strides sx*, non-empty.
+#if defined(__AVX2__) && defined(__FMA__)
+// conv_packed for K <= kCgKC (one k pass: an RGB stem's 27, 16 -> 16 3x3's 144), with no
+// im2col strips: each work item, a band of kConvRowsBand output rows of an image, copies the
+// input rows it reads into its thread's zero-padded scratch, phase-split by the column
+// stride as depthwise_conv2d's planes are, so that every tap of 16 consecutive outputs
+// is 16 consecutive floats there, and gemm_block reads B's rows in place (TapRows).
+// The stem's strips cost as much to pack as their products (3 -> 16, 3x3 stride 2 on
+// 320 x 416).  Same sums in the same order as ImageB's, so the same bits.
+constexpr int64_t kConvRowsBand = 4;
+inline void conv_rows(const float* packed, int64_t M, const float* x, int64_t N, int64_t C,
+                      int64_t H, int64_t W, int64_t sxN, int64_t sxC, int64_t sxH,
+                      int64_t sxW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                      int64_t pt, int64_t pl, int64_t dh, int64_t dw, const float* row_bias,
+                      int act, float* out, int64_t OH, int64_t OW, int nt) {
+  const int64_t K = C * KH * KW, P = OH * OW, panels = (M + kCgMR - 1) / kCgMR;
+  // scratch rows hold the padded columns the outputs [0, OW rounded up to kCgNR) read
+  const int64_t WP = ((OW + kCgNR - 1) / kCgNR * kCgNR - 1) * sw + (KW - 1) * dw + 1;
+  const int64_t WS = (WP + sw - 1) / sw, RS = size_mul(WS, sw);
+  const int64_t rows = (kConvRowsBand - 1) * sh + (KH - 1) * dh + 1;
+  const int64_t x0 = std::min(W, std::max<int64_t>(0, -pl));
+  const int64_t x1 = std::max(x0, std::min(W, WP - pl));  // input columns inside
+  const int64_t bands = (OH + kConvRowsBand - 1) / kConvRowsBand;
+  std::vector<int64_t> toff(static_cast<size_t>(K));  // tap k's offset in its channel
+  for (int64_t i = 0, k = 0; i < KH; ++i)
+    for (int64_t j = 0; j < KW; ++j, ++k) {
+      const int64_t cj = j * dw;
+      toff[k] = i * dh * RS + (cj % sw) * WS + cj / sw;
+    }
+  for (int64_t k = KH * KW; k < K; ++k) toff[k] = toff[k - KH * KW] + rows * RS;
+  // zeroed once: a band writes only the input's columns, and fills rows outside it
+  ThreadScratch<float> scratch(size_mul(size_mul(C, rows), RS), nt);
+  std::vector<const float*> taps(static_cast<size_t>(size_mul(K, nt)));
+  parallel_for(N * bands, 1, nt, [&](int64_t lo, int64_t hi, int slot) {
+    float* sp = scratch(slot);
+    const float** r = taps.data() + slot * K;
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t n = item / bands, oy0 = item % bands * kConvRowsBand;
+      const int64_t oy1 = std::min(OH, oy0 + kConvRowsBand), iy0 = oy0 * sh - pt;
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t y = 0; y < rows; ++y) {
+          float* d = sp + (c * rows + y) * RS;
+          const int64_t iy = iy0 + y;
+          if (iy < 0 || iy >= H)
+            std::fill(d, d + RS, 0.f);
+          else
+            split_row(x + n * sxN + c * sxC + iy * sxH, sxW, x0, x1, pl, sw, WS, d);
+        }
+      for (int64_t oy = oy0; oy < oy1; ++oy) {
+        const float* row0 = sp + (oy - oy0) * sh * RS;
+        for (int64_t k = 0; k < K; ++k) r[k] = row0 + toff[k];
+        for (int64_t mb = 0; mb < panels; ++mb) {
+          const int64_t m = mb * kCgMR, mr = std::min(kCgMR, M - m);
+          const float* ap = packed + gemm_panel_offset(M, K, mb, 0);
+          float* o = out + (n * M + m) * P + oy * OW;
+          const GemmEpilogue ep{row_bias ? row_bias + m : nullptr, nullptr, act};
+          for (int64_t j = 0; j < OW; j += kCgNR) {
+            const int64_t nr = std::min(kCgNR, OW - j);
+            if (nr > kCgNR / 2)
+              gemm_block<true>(ap, TapRows{r, j}, K, o + j, P, mr, nr, ep, true, true);
+            else
+              gemm_block<false>(ap, TapRows{r, j}, K, o + j, P, mr, nr, ep, true, true);
+          }
+        }
+      }
+    }
+  });
+}
+#endif
+
 inline void conv_packed(const float* packed, int64_t M, const float* x, int64_t N,
                         int64_t C, int64_t H, int64_t W, int64_t sxN, int64_t sxC,
                         int64_t sxH, int64_t sxW, int64_t KH, int64_t KW, int64_t stride_h,
@@ -841,6 +933,9 @@ inline void conv_packed(const float* packed, int64_t M, const float* x, int64_t 
   if (K == 0) return gemm_no_products(N, M, P, row_bias, nullptr, act, out);
 #if defined(__AVX2__) && defined(__FMA__)
   const int nt = threads_for(work_product(work_product(N * M, P), K), nthreads);
+  if (K <= kCgKC)  // gemm_block reads the panels' one block of k
+    return conv_rows(packed, M, x, N, C, H, W, sxN, sxC, sxH, sxW, KH, KW, stride_h,
+                     stride_w, pad_t, pad_l, dil_h, dil_w, row_bias, act, out, OH, OW, nt);
   const ImageB src{x, C, H, W, sxN, sxC, sxH, sxW, KH, KW, stride_h, stride_w, pad_t, pad_l,
                    dil_h, dil_w, OW};
   gemm_packed_run(packed, M, K, src, N, P, row_bias, nullptr, act, out, nt);
