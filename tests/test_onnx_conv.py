@@ -2,7 +2,7 @@
 (windows of the zero-padded input, einsum), on shapes that reach each of their paths:
 the depthwise and the tiled im2col kernels of the deform_conv family (2-D float32/
 float64 on NumPy), the packed GEMM (include/conv.hpp, x86-64-v3 builds: pointwise and
-small-image im2col float32 Convs with constant weights, Gemm with a constant B), one
+conv_packed float32 Convs with constant weights, Gemm with a constant B), one
 im2col matrix + BLAS GEMM (other dtypes and ranks), and the depthwise tap sum (float16).
 Also: Relu/HardSwish fused into the Conv/Gemm before them (bit for bit the unfused
 result), the fusion rules, the packed GEMM kernel itself on awkward sizes, and the
@@ -67,7 +67,8 @@ CASES = [
     ((1, 5, 4, 40), 5, (3, 3), 5, (3, 1), (4, 0, 4, 0), (1, 1), False),        # depthwise
     ((1, 6, 9, 75), 6, (3, 3), 6, (2, 2), (1, 1, 1, 1), (1, 1), True),         # depthwise
     ((1, 6, 9, 74), 6, (5, 5), 6, (1, 2), (2, 2, 2, 2), (1, 1), True),         # depthwise
-    ((1, 16, 40, 40), 24, (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1), True),      # tiled
+    ((1, 16, 40, 40), 24, (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1), True),      # tiled / rows
+    ((1, 128, 32, 33), 8, (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1), True),      # tiled, K 1152
     ((2, 16, 36, 30), 20, (3, 3), 2, (1, 1), (1, 0, 1, 2), (1, 1), False),     # tiled, groups
     ((1, 16, 70, 66), 8, (3, 3), 1, (2, 2), (1, 1, 1, 1), (2, 2), True),       # tiled, dilated
     ((1, 16, 8, 9), 32, (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1), True),        # small image

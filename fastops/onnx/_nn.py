@@ -1,12 +1,12 @@
 """Convolution and pooling on NumPy/CuPy for running exported backbones.
 
 Conv, 2-D float32/float64 on NumPy, on fastops kernels: depthwise ones on a direct kernel
-(include/conv.hpp); large images with many taps on the plain form of the deform_conv
-family's tiled channels-last im2col + single-threaded-BLAS GEMM (offset None); the rest,
-float32 with a constant weight in the x86-64-v3 build, on the packed GEMM (conv.hpp
-gemm_packed: the weight packed once per Session, 1x1 convolutions read in place, others
-through conv_packed, which packs the GEMM's strips of the im2col matrix straight from the
-image and never materializes it).  A Relu/HardSwish reading only the Conv's output is fused
+(include/conv.hpp); large images with many taps (C * taps >= 64, or >= 1024 where the
+weight is packed) on the plain form of the deform_conv family's tiled channels-last
+im2col + single-threaded-BLAS GEMM (offset None); the rest, float32 with a constant
+weight in the x86-64-v3 build, on the packed GEMM (conv.hpp gemm_packed: the weight
+packed once per Session, 1x1 convolutions read in place, others through conv_packed,
+which reads the im2col matrix from the image and never materializes it).  A Relu/HardSwish reading only the Conv's output is fused
 into it (EPILOGUES): the depthwise and packed kernels apply it in registers, the others
 in place.  Elsewhere (CuPy, float16, 1-D/3-D, the baseline build): im2col as a strided
 window view + one BLAS GEMM per group (1x1 convolutions a plain GEMM, depthwise ones a
@@ -90,12 +90,15 @@ _NATIVE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Against the packed GEMM on an im2col matrix (sixth session, tiled / packed): 16 -> 16
 # on 160x208 4.8 / 3.8, 64 -> 64 on 80x104 7.3 / 6.8, 32 -> 64 on 80x104 2.4 / 2.9,
 # 128 -> 128 on 50x68 7.2 / 9.0, 256 -> 256 on 40x52 16.2 / 17.8: mixed, so the rule
-# stands.  Against conv_packed (twenty-second session, tiled / conv_packed, Relu, the two
-# alternating in one process): 16 -> 16 on 160x208 4.5 / 3.9, 64 -> 128 on 40x52 4.2 /
-# 3.6, 64 -> 64 on 80x104 6.6 / 6.7, 128 -> 128 on 50x68 8.6 / 9.1, on 100x136 27.6 /
-# 33.4: mixed again.
+# stood.  Against conv_packed, which reads the im2col matrix from the image (twenty-
+# second session, tiled / conv_packed, Relu, alternating in one process): 16 -> 16 on
+# 160x208 3.9 / 1.9, 32 -> 64 on 80x104 3.6 / 3.0, 64 -> 128 on 40x52 3.3 / 2.9, 64 ->
+# 64 on 80x104 5.9 / 5.5 and on 160x208 19.4 / 17.9; with K = C * taps >= 1024 a tie or
+# a loss: 128 -> 128 on 50x68 8.2 / 8.4 and on 100x136 26.6 / 30.7, 256 -> 256 on 40x52
+# 17.1 / 17.0.  So where the weight is packed the tiled kernel takes K >= 1024 only.
 _TILED_MIN_PIXELS = 1024
 _TILED_MIN_TAPS = 64
+_TILED_MIN_TAPS_PACKED = 1024
 
 
 # The Conv kernels apply a Relu/HardSwish that only reads their output
@@ -136,8 +139,8 @@ def _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group, act=None, packed=N
             _packed_gemm.ACT[act], get_num_threads())
         return y
     pointwise = taps == 1 and not any(pb) and not any(pe)
-    if native and not pointwise and N * P >= _TILED_MIN_PIXELS and \
-            cg * taps >= _TILED_MIN_TAPS:
+    min_taps = _TILED_MIN_TAPS if packed is None else _TILED_MIN_TAPS_PACKED
+    if native and not pointwise and N * P >= _TILED_MIN_PIXELS and cg * taps >= min_taps:
         _dispatch.kernel_module("cpu", "deform_conv").deform_conv2d(
             x, None, None, w, b, strides[0], strides[1], pb[0], pb[1], dils[0], dils[1],
             group, 1, y, get_num_threads())

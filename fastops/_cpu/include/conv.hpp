@@ -855,13 +855,13 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
 // gemm_pack: gemm_packed on x's im2col matrix (ImageB), packed strip by strip.  x (N, C,
 // H, W) at element strides sx*, non-empty.
 #if defined(__AVX2__) && defined(__FMA__)
-// conv_packed for K <= kCgKC (one k pass: an RGB stem's 27, 16 -> 16 3x3's 144), with no
-// im2col strips: each work item, a band of kConvRowsBand output rows of an image, copies the
-// input rows it reads into its thread's zero-padded scratch, phase-split by the column
-// stride as depthwise_conv2d's planes are, so that every tap of 16 consecutive outputs
-// is 16 consecutive floats there, and gemm_block reads B's rows in place (TapRows).
-// The stem's strips cost as much to pack as their products (3 -> 16, 3x3 stride 2 on
-// 320 x 416).  Same sums in the same order as ImageB's, so the same bits.
+// conv_packed for few taps (an RGB stem's 27, 16 -> 16 3x3's 144) or large images, with
+// no im2col strips: each work item, a band of up to kConvRowsBand output rows of an
+// image, copies the input rows it reads into its thread's zero-padded scratch,
+// phase-split by the column stride as depthwise_conv2d's planes are, so that every tap
+// of 16 consecutive outputs is 16 consecutive floats there, and gemm_block reads B's
+// rows in place (TapRows).  The stem's strips had cost as much to pack as their
+// products.  Same sums in the same order as ImageB's, so the same bits.
 constexpr int64_t kConvRowsBand = 4;
 inline void conv_rows(const float* packed, int64_t M, const float* x, int64_t N, int64_t C,
                       int64_t H, int64_t W, int64_t sxN, int64_t sxC, int64_t sxH,
@@ -872,10 +872,13 @@ inline void conv_rows(const float* packed, int64_t M, const float* x, int64_t N,
   // scratch rows hold the padded columns the outputs [0, OW rounded up to kCgNR) read
   const int64_t WP = ((OW + kCgNR - 1) / kCgNR * kCgNR - 1) * sw + (KW - 1) * dw + 1;
   const int64_t WS = (WP + sw - 1) / sw, RS = size_mul(WS, sw);
-  const int64_t rows = (kConvRowsBand - 1) * sh + (KH - 1) * dh + 1;
+  // bands of up to kConvRowsBand rows, at least 4 per thread (20 x 26 in bands of 4
+  // left one thread 3 of 5)
+  const int64_t band_rows = std::max<int64_t>(1, std::min(kConvRowsBand, N * OH / (4 * nt)));
+  const int64_t rows = (band_rows - 1) * sh + (KH - 1) * dh + 1;
   const int64_t x0 = std::min(W, std::max<int64_t>(0, -pl));
   const int64_t x1 = std::max(x0, std::min(W, WP - pl));  // input columns inside
-  const int64_t bands = (OH + kConvRowsBand - 1) / kConvRowsBand;
+  const int64_t bands = (OH + band_rows - 1) / band_rows;
   std::vector<int64_t> toff(static_cast<size_t>(K));  // tap k's offset in its channel
   for (int64_t i = 0, k = 0; i < KH; ++i)
     for (int64_t j = 0; j < KW; ++j, ++k) {
@@ -885,13 +888,13 @@ inline void conv_rows(const float* packed, int64_t M, const float* x, int64_t N,
   for (int64_t k = KH * KW; k < K; ++k) toff[k] = toff[k - KH * KW] + rows * RS;
   // zeroed once: a band writes only the input's columns, and fills rows outside it
   ThreadScratch<float> scratch(size_mul(size_mul(C, rows), RS), nt);
-  std::vector<const float*> taps(static_cast<size_t>(size_mul(K, nt)));
+  ThreadScratch<const float*> taps(K, nt, false);  // tap k's row for the output row
   parallel_for(N * bands, 1, nt, [&](int64_t lo, int64_t hi, int slot) {
     float* sp = scratch(slot);
-    const float** r = taps.data() + slot * K;
+    const float** r = taps(slot);
     for (int64_t item = lo; item < hi; ++item) {
-      const int64_t n = item / bands, oy0 = item % bands * kConvRowsBand;
-      const int64_t oy1 = std::min(OH, oy0 + kConvRowsBand), iy0 = oy0 * sh - pt;
+      const int64_t n = item / bands, oy0 = item % bands * band_rows;
+      const int64_t oy1 = std::min(OH, oy0 + band_rows), iy0 = oy0 * sh - pt;
       for (int64_t c = 0; c < C; ++c)
         for (int64_t y = 0; y < rows; ++y) {
           float* d = sp + (c * rows + y) * RS;
@@ -904,17 +907,23 @@ inline void conv_rows(const float* packed, int64_t M, const float* x, int64_t N,
       for (int64_t oy = oy0; oy < oy1; ++oy) {
         const float* row0 = sp + (oy - oy0) * sh * RS;
         for (int64_t k = 0; k < K; ++k) r[k] = row0 + toff[k];
-        for (int64_t mb = 0; mb < panels; ++mb) {
-          const int64_t m = mb * kCgMR, mr = std::min(kCgMR, M - m);
-          const float* ap = packed + gemm_panel_offset(M, K, mb, 0);
-          float* o = out + (n * M + m) * P + oy * OW;
-          const GemmEpilogue ep{row_bias ? row_bias + m : nullptr, nullptr, act};
+        // per k pass, each strip's B rows (kc x 16 floats) stay in L1 across the panels,
+        // whose pass (M x kc) stays in L2
+        for (int64_t k0 = 0; k0 < K; k0 += kCgKC) {
+          const int64_t kc = std::min(kCgKC, K - k0);
           for (int64_t j = 0; j < OW; j += kCgNR) {
             const int64_t nr = std::min(kCgNR, OW - j);
-            if (nr > kCgNR / 2)
-              gemm_block<true>(ap, TapRows{r, j}, K, o + j, P, mr, nr, ep, true, true);
-            else
-              gemm_block<false>(ap, TapRows{r, j}, K, o + j, P, mr, nr, ep, true, true);
+            const TapRows rows{r + k0, j};
+            for (int64_t mb = 0; mb < panels; ++mb) {
+              const int64_t m = mb * kCgMR, mr = std::min(kCgMR, M - m);
+              const float* ap = packed + gemm_panel_offset(M, K, mb, k0);
+              float* o = out + (n * M + m) * P + oy * OW + j;
+              const GemmEpilogue ep{row_bias ? row_bias + m : nullptr, nullptr, act};
+              if (nr > kCgNR / 2)
+                gemm_block<true>(ap, rows, kc, o, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
+              else
+                gemm_block<false>(ap, rows, kc, o, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
+            }
           }
         }
       }
@@ -933,7 +942,11 @@ inline void conv_packed(const float* packed, int64_t M, const float* x, int64_t 
   if (K == 0) return gemm_no_products(N, M, P, row_bias, nullptr, act, out);
 #if defined(__AVX2__) && defined(__FMA__)
   const int nt = threads_for(work_product(work_product(N * M, P), K), nthreads);
-  if (K <= kCgKC)  // gemm_block reads the panels' one block of k
+  // conv_rows reads each strip's B rows from its scratch band, ImageB packs them once a k
+  // pass (contiguous, for all panels): conv_rows / ImageB, 2 threads, kernel: 3 -> 16 3x3
+  // s2 on 320 x 416 0.45, K 144 on 160 x 208 0.54, K 576 on 80 x 104 0.73, K 1152 on
+  // 100 x 136 0.86; K 2304 on 40 x 52 1.07, on 20 x 26 1.21, on 10 x 13 1.27
+  if (K <= kCgKC || P >= 4096)
     return conv_rows(packed, M, x, N, C, H, W, sxN, sxC, sxH, sxW, KH, KW, stride_h,
                      stride_w, pad_t, pad_l, dil_h, dil_w, row_bias, act, out, OH, OW, nt);
   const ImageB src{x, C, H, W, sxN, sxC, sxH, sxW, KH, KW, stride_h, stride_w, pad_t, pad_l,
