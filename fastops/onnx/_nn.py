@@ -1,18 +1,18 @@
 """Convolution and pooling on NumPy/CuPy for running exported backbones.
 
-Conv, 2-D float32/float64 on NumPy, on fastops kernels: depthwise ones on a direct kernel
-(include/conv.hpp); large images with many taps (C * taps >= 64, or >= 1024 where the
-weight is packed) on the plain form of the deform_conv family's tiled channels-last
+Conv, 2-D float32/float64 on NumPy, on fastops kernels: depthwise ones on a direct
+kernel (include/conv.hpp); large images with many taps (C * taps >= 64, or >= 1024 where
+the weight is packed) on the plain form of the deform_conv family's tiled channels-last
 im2col + single-threaded-BLAS GEMM (offset None); the rest, float32 with a constant
 weight in the x86-64-v3 build, on the packed GEMM (conv.hpp gemm_packed: the weight
 packed once per Session, 1x1 convolutions read in place, others through conv_packed,
-which reads the im2col matrix from the image and never materializes it).  A Relu/HardSwish reading only the Conv's output is fused
-into it (EPILOGUES): the depthwise and packed kernels apply it in registers, the others
-in place.  Elsewhere (CuPy, float16, 1-D/3-D, the baseline build): im2col as a strided
-window view + one BLAS GEMM per group (1x1 convolutions a plain GEMM, depthwise ones a
-sum over the kernel taps).  ConvTranspose is a GEMM per tap scattered into the output,
-MaxPool/AveragePool reductions over the window view; their GEMMs are NumPy's (BLAS) or
-CuPy's (cuBLAS).
+which reads the im2col matrix from the image and never materializes it).  A
+Relu/HardSwish reading only the Conv's output is fused into it (EPILOGUES): the
+depthwise and packed kernels apply it in registers, the others in place.  Elsewhere
+(CuPy, float16, 1-D/3-D, the baseline build): im2col as a strided window view + one BLAS
+GEMM per group (1x1 convolutions a plain GEMM, depthwise ones a sum over the kernel
+taps).  ConvTranspose is a GEMM per tap scattered into the output, MaxPool/AveragePool
+reductions over the window view; their GEMMs are NumPy's (BLAS) or CuPy's (cuBLAS).
 """
 import numpy as np
 

@@ -647,10 +647,10 @@ struct MatrixB {
   }
 };
 
-// The im2col matrix of an image batch, never materialized: row k = (c, i, j) of image n,
-// column p = (oy, ox) is x[n][c] at (oy * sh - pt + i * dh, ox * sw - pl + j * dw), 0
-// outside.  An RGB stem (3 -> 16, 3x3 stride 2, 320 x 416) through a materialized matrix
-// wrote and read 27 values per output pixel: 3.6x onnxruntime's time.
+// The im2col matrix of an image batch, packed strip by strip from the image: row k = (c,
+// i, j) of image n, column p = (oy, ox) is x[n][c] at (oy * sh - pt + i * dh, ox * sw -
+// pl + j * dw), 0 outside.  conv_packed's route for many taps on small images (the FPN's
+// 256 -> 256 3x3 on 10 x 13), where conv_rows reads B's rows from too many places.
 struct ImageB {
   const float* x;
   int64_t C, H, W, sxN, sxC, sxH, sxW, KH, KW, sh, sw, pt, pl, dh, dw, OW;
@@ -660,8 +660,10 @@ struct ImageB {
   // lanes i of 8 with lo <= i < hi
   static __m256i lanes_between(int64_t lo, int64_t hi) {
     const __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i l = _mm256_set1_epi32(static_cast<int>(std::min<int64_t>(std::max<int64_t>(lo, -1), 8)));
-    const __m256i h = _mm256_set1_epi32(static_cast<int>(std::min<int64_t>(std::max<int64_t>(hi, -1), 8)));
+    const auto clamp = [](int64_t v) {
+      return static_cast<int>(std::min<int64_t>(std::max<int64_t>(v, -1), 8));
+    };
+    const __m256i l = _mm256_set1_epi32(clamp(lo)), h = _mm256_set1_epi32(clamp(hi));
     return _mm256_andnot_si256(_mm256_cmpgt_epi32(l, i), _mm256_cmpgt_epi32(h, i));
   }
 
@@ -851,9 +853,6 @@ inline void gemm_packed(const float* packed, int64_t M, int64_t K, const float* 
 #endif
 }
 
-// out (N, M, OH, OW) contiguous = act(conv(x, A) + row_bias), A (M, C * KH * KW) packed by
-// gemm_pack: gemm_packed on x's im2col matrix (ImageB), packed strip by strip.  x (N, C,
-// H, W) at element strides sx*, non-empty.
 #if defined(__AVX2__) && defined(__FMA__)
 // conv_packed for few taps (an RGB stem's 27, 16 -> 16 3x3's 144) or large images, with
 // no im2col strips: each work item, a band of up to kConvRowsBand output rows of an
@@ -932,6 +931,9 @@ inline void conv_rows(const float* packed, int64_t M, const float* x, int64_t N,
 }
 #endif
 
+// out (N, M, OH, OW) contiguous = act(conv(x, A) + row_bias), A (M, C * KH * KW) packed by
+// gemm_pack: gemm_packed on x's im2col matrix, which is never materialized (conv_rows or
+// ImageB).  x (N, C, H, W) at element strides sx*, non-empty.
 inline void conv_packed(const float* packed, int64_t M, const float* x, int64_t N,
                         int64_t C, int64_t H, int64_t W, int64_t sxN, int64_t sxC,
                         int64_t sxH, int64_t sxW, int64_t KH, int64_t KW, int64_t stride_h,
