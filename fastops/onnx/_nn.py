@@ -149,12 +149,7 @@ def _conv_run(xp, x, w, b, strides, dils, pb, pe, out, group, act=None, packed=N
         xs = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
         cols = xs.reshape(N, C, P)
     elif packed is not None:                            # im2col fused into the GEMM
-        if b is not None:
-            b = np.ascontiguousarray(b)
-        _dispatch.kernel_module("cpu", "deform_conv").conv_packed(
-            packed, x, kernel_shape[0], kernel_shape[1], strides[0], strides[1], pb[0],
-            pb[1], dils[0], dils[1], b, _packed_gemm.ACT[act], y, get_num_threads())
-        return y
+        return _packed_gemm.conv(packed, x, kernel_shape, strides, pb, dils, b, act, y)
     elif native:
         cols = np.empty((N, C * taps, P), x.dtype)
         _dispatch.kernel_module("cpu", "deform_conv").im2col(

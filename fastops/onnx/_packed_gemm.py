@@ -44,3 +44,15 @@ def run(packed, m, b, row_bias, act, out, b_trans=False):
     _dispatch.kernel_module("cpu", "deform_conv").gemm_packed(
         packed, m, b, row_bias, None, ACT[act], out, get_num_threads(), b_trans)
     return out
+
+
+def conv(packed, x, kernel_shape, strides, pads_begin, dils, row_bias, act, out):
+    """out (N, m, OH, OW) = act(conv(x, A) + row_bias) for a 2-D float32 Conv with group 1,
+    A (m, C * kh * kw) packed by ``pack``: conv_packed reads the im2col matrix from x,
+    never materialized (include/conv.hpp)."""
+    if row_bias is not None:
+        row_bias = np.ascontiguousarray(row_bias)
+    _dispatch.kernel_module("cpu", "deform_conv").conv_packed(
+        packed, x, kernel_shape[0], kernel_shape[1], strides[0], strides[1], pads_begin[0],
+        pads_begin[1], dils[0], dils[1], row_bias, ACT[act], out, get_num_threads())
+    return out

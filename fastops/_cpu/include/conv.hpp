@@ -143,6 +143,30 @@ inline void split_row(const T* s, int64_t sxW, int64_t x0, int64_t x1, int64_t p
   }
 }
 
+// The phase-split, zero-padded rows split_row writes (depthwise_conv2d's planes,
+// conv_rows' bands): padded columns [0, WP) as stride_w segments of WS columns, rows RS
+// apart; input columns [x0, x1) lie inside.
+struct PhaseRows {
+  int64_t WS, RS, x0, x1;
+  PhaseRows(int64_t W, int64_t WP, int64_t stride_w, int64_t pad_l)
+      : WS((WP + stride_w - 1) / stride_w),
+        RS(size_mul(WS, stride_w)),
+        x0(std::min(W, std::max<int64_t>(0, -pad_l))),
+        x1(std::max(x0, std::min(W, WP - pad_l))) {}
+  // Tap (i, j)'s offset from its output's first padded row, row-major: output ox reads
+  // padded column ox * stride_w + j * dil_w, at segment index ox + (j * dil_w) / stride_w.
+  std::vector<int64_t> tap_offsets(int64_t KH, int64_t KW, int64_t dil_h, int64_t dil_w,
+                                   int64_t stride_w) const {
+    std::vector<int64_t> toff(static_cast<size_t>(KH * KW));
+    for (int64_t i = 0; i < KH; ++i)
+      for (int64_t j = 0; j < KW; ++j) {
+        const int64_t cj = j * dil_w;
+        toff[i * KW + j] = i * dil_h * RS + (cj % stride_w) * WS + cj / stride_w;
+      }
+    return toff;
+  }
+};
+
 // Bias and HardSwish on a register block, stored to dst (kDwVecs vectors): in AVX
 // registers in the x86-64-v3 float build, elsewhere in split loops (so that GCC emits
 // compares and blends, not the branches a per-value conv_act compiles to).
@@ -260,23 +284,17 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
                       int64_t OW, int act, int nthreads) {
   const int64_t HP = (OH - 1) * stride_h + (KH - 1) * dil_h + 1;
   const int64_t WP = (OW - 1) * stride_w + (KW - 1) * dil_w + 1;
-  const int64_t WS = (WP + stride_w - 1) / stride_w;  // columns per phase segment
-  const int64_t RS = size_mul(WS, stride_w);            // padded row stride
+  const PhaseRows pr(W, WP, stride_w, pad_l);
+  const int64_t WS = pr.WS, RS = pr.RS, x0 = pr.x0, x1 = pr.x1;
   const int64_t taps = KH * KW;
   const int64_t planes = N * C;
   const int64_t plane_out = OH * OW;
   const int nt = threads_for(work_product(work_product(planes, plane_out), taps + 1) +
                                  work_product(planes, size_mul(HP, RS)),
                              nthreads);
-  std::vector<int64_t> toff(static_cast<size_t>(taps));
-  for (int64_t i = 0; i < KH; ++i)
-    for (int64_t j = 0; j < KW; ++j) {
-      const int64_t cj = j * dil_w;
-      toff[i * KW + j] = i * dil_h * RS + (cj % stride_w) * WS + cj / stride_w;
-    }
-  // the rows and columns of the input inside the padded plane
+  const std::vector<int64_t> toff = pr.tap_offsets(KH, KW, dil_h, dil_w, stride_w);
+  // the rows of the input inside the padded plane
   const int64_t y0 = std::max<int64_t>(0, -pad_t), y1 = std::min(H, HP - pad_t);
-  const int64_t x0 = std::max<int64_t>(0, -pad_l), x1 = std::min(W, WP - pad_l);
   const int64_t plane_pad = size_mul(HP, RS);
   const int64_t block = kDwVecs * DwVec<T>::lanes;
   const int64_t scratch = size_add(plane_pad, block);  // slack: a block may run past
@@ -870,20 +888,16 @@ inline void conv_rows(const float* packed, int64_t M, const float* x, int64_t N,
   const int64_t K = C * KH * KW, P = OH * OW, panels = (M + kCgMR - 1) / kCgMR;
   // scratch rows hold the padded columns the outputs [0, OW rounded up to kCgNR) read
   const int64_t WP = ((OW + kCgNR - 1) / kCgNR * kCgNR - 1) * sw + (KW - 1) * dw + 1;
-  const int64_t WS = (WP + sw - 1) / sw, RS = size_mul(WS, sw);
+  const PhaseRows pr(W, WP, sw, pl);
+  const int64_t WS = pr.WS, RS = pr.RS;
   // bands of up to kConvRowsBand rows, at least 4 per thread (20 x 26 in bands of 4
   // left one thread 3 of 5)
   const int64_t band_rows = std::max<int64_t>(1, std::min(kConvRowsBand, N * OH / (4 * nt)));
   const int64_t rows = (band_rows - 1) * sh + (KH - 1) * dh + 1;
-  const int64_t x0 = std::min(W, std::max<int64_t>(0, -pl));
-  const int64_t x1 = std::max(x0, std::min(W, WP - pl));  // input columns inside
   const int64_t bands = (OH + band_rows - 1) / band_rows;
-  std::vector<int64_t> toff(static_cast<size_t>(K));  // tap k's offset in its channel
-  for (int64_t i = 0, k = 0; i < KH; ++i)
-    for (int64_t j = 0; j < KW; ++j, ++k) {
-      const int64_t cj = j * dw;
-      toff[k] = i * dh * RS + (cj % sw) * WS + cj / sw;
-    }
+  // tap k = (c, i, j)'s offset: channel c's rows follow channel c - 1's
+  std::vector<int64_t> toff = pr.tap_offsets(KH, KW, dh, dw, sw);
+  toff.resize(static_cast<size_t>(K));
   for (int64_t k = KH * KW; k < K; ++k) toff[k] = toff[k - KH * KW] + rows * RS;
   // zeroed once: a band writes only the input's columns, and fills rows outside it
   ThreadScratch<float> scratch(size_mul(size_mul(C, rows), RS), nt);
@@ -901,7 +915,7 @@ inline void conv_rows(const float* packed, int64_t M, const float* x, int64_t N,
           if (iy < 0 || iy >= H)
             std::fill(d, d + RS, 0.f);
           else
-            split_row(x + n * sxN + c * sxC + iy * sxH, sxW, x0, x1, pl, sw, WS, d);
+            split_row(x + n * sxN + c * sxC + iy * sxH, sxW, pr.x0, pr.x1, pl, sw, WS, d);
         }
       for (int64_t oy = oy0; oy < oy1; ++oy) {
         const float* row0 = sp + (oy - oy0) * sh * RS;
