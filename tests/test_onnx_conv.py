@@ -7,6 +7,8 @@ im2col matrix + BLAS GEMM (other dtypes and ranks), and the depthwise tap sum (f
 Also: Relu/HardSwish fused into the Conv/Gemm before them (bit for bit the unfused
 result), the fusion rules, the packed GEMM kernel itself on awkward sizes, and the
 caching allocator Session.run installs."""
+import importlib
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -501,6 +503,53 @@ def test_im2col_kernel_matches_windows(geom, dtype):
     np.testing.assert_array_equal(cols, want.reshape(2, 3 * kh * kw, OH * OW))
     with pytest.raises(ValueError, match="cols has shape"):
         mod.im2col(x, kh, kw, sh, sw, pt, pl, dh, dw, cols[:1], OH, OW, 1)
+
+
+def _build_modules(family):
+    """family's x86-64-v3 and x86-64-v4 modules where this CPU runs both, else None."""
+    from fastops._cpu import _runtime
+    if not (_runtime.has_x86_64_v4() and _runtime.has_x86_64_v3()):
+        return None
+    names = [_dispatch.module_for(t, family) for t in ("x86-64-v3", "x86-64-v4")]
+    if names[0] == names[1] or "avx512" not in names[1]:
+        return None
+    return [importlib.import_module(n) for n in names]
+
+
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+def test_packed_gemm_bits_are_the_same_on_both_builds():
+    """The x86-64-v4 build computes two panels at once in 512-bit registers (conv.hpp
+    gemm_pair_block) with each output's sum in gemm_block's order: the same bits as the
+    x86-64-v3 build, for whole and partial pairs (M = 20: 8 rows in the second), an odd
+    panel left over (M = 13, 23), 32 / 16 / 8-lane column steps with partial ones (P = 7,
+    9, 17, 22, 33, 150, 300), k passes below kPairMinK (K = 300: 256 + 44), both B
+    layouts, biases, activations, 1-3 threads; and conv_packed through both routes."""
+    mods = _build_modules("deform_conv")
+    if mods is None:
+        pytest.skip("this CPU does not run both the x86-64-v3 and x86-64-v4 builds")
+    rng = np.random.default_rng(5)
+    for M, K, P in ((13, 128, 150), (20, 300, 33), (23, 600, 22), (36, 256, 300),
+                    (24, 129, 7), (25, 200, 9), (40, 1100, 17)):
+        a = rng.standard_normal((M, K)).astype(np.float32)
+        b = rng.standard_normal((2, K, P)).astype(np.float32)
+        bt = np.ascontiguousarray(b.transpose(0, 2, 1))
+        rb, cb = rng.standard_normal(M).astype(np.float32), rng.standard_normal(P).astype(np.float32)
+        packed = mods[0].gemm_pack(a, 2)
+        for act in (0, 2):
+            for trans, src in ((False, b), (True, bt)):
+                for nt in (1, 2, 3):
+                    outs = [np.empty((2, M, P), np.float32) for _ in mods]
+                    for mod, out in zip(mods, outs):
+                        mod.gemm_packed(packed, M, src, rb, cb, act, out, nt, trans)
+                    np.testing.assert_array_equal(outs[0], outs[1], err_msg=f"{M} {K} {P}")
+    for C, M, H, W, k in ((64, 30, 10, 13, 3), (16, 26, 40, 52, 3)):   # ImageB, conv_rows
+        x = rng.standard_normal((1, C, H, W)).astype(np.float32)
+        packed = mods[0].gemm_pack(rng.standard_normal((M, C * k * k)).astype(np.float32), 2)
+        rb = rng.standard_normal(M).astype(np.float32)
+        outs = [np.empty((1, M, H, W), np.float32) for _ in mods]
+        for mod, out in zip(mods, outs):
+            mod.conv_packed(packed, x, k, k, 1, 1, 1, 1, 1, 1, rb, 1, out, 2)
+        np.testing.assert_array_equal(outs[0], outs[1])
 
 
 @pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")

@@ -577,6 +577,84 @@ inline void gemm_block(const float* ap, const Rows& brow, int64_t kc, float* c,
   }
 }
 
+#if defined(__AVX512F__)
+// gemm_pair_block's registers: 16 lanes (a whole strip row) or 8 (a last strip of <= 8).
+struct Zmm {
+  using V = __m512;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V set1(float v) { return _mm512_set1_ps(v); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+};
+struct Ymm {
+  using V = __m256;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V set1(float v) { return _mm256_set1_ps(v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+};
+
+// Two panels at once, 12 rows by one or two strips (x86-64-v4 build).  12 x 32 in 512-bit
+// registers takes 2 loads of B and 12 broadcasts per 24 FMAs, where gemm_block's 6 x 16
+// takes 8 loads per 12 FMAs of half the width: the box head's fc6 Gemm (1024 x 12544 x
+// 150), harness, 1 / 2 threads: 50.0 -> 44.8 / 26.0 -> 23.3 ms.  Every output's sum is
+// gemm_block's FMA chain over k, and the stores are gemm_store_row's or gemm_block's
+// scalar ones, so the bits are the same as the x86-64-v3 build's.  ap: panel mb (panel mb
+// + 1 follows at + kCgMR * kc); bs: strip j (strip j + 1 at + kCgNR * kc); mr: the rows
+// that exist (7-12); nr: the columns (<= Strips * R's lanes).
+template <class R, int Strips>
+inline void gemm_pair_block(const float* ap, const float* bs, int64_t kc, float* c,
+                            int64_t ldc, int64_t mr, int64_t nr, const GemmEpilogue& ep,
+                            bool first, bool last) {
+  using V = typename R::V;
+  constexpr int64_t L = sizeof(V) / sizeof(float), MR = 2 * kCgMR;
+  V acc[MR][Strips];
+  for (auto& row : acc)
+    for (auto& v : row) v = R::zero();
+  const float* a1 = ap + kCgMR * kc;
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < kc; ++k) {
+    V b[Strips];
+    for (int s = 0; s < Strips; ++s) b[s] = R::load(bs + (s * kc + k) * kCgNR);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      const V av = R::set1(r < kCgMR ? ap[k * kCgMR + r] : a1[k * kCgMR + r - kCgMR]);
+      for (int s = 0; s < Strips; ++s) acc[r][s] = R::fma(av, b[s], acc[r][s]);
+    }
+  }
+  if constexpr (L == kCgNR) {
+    if (nr == Strips * kCgNR) {  // whole strips: stored from the registers
+      for (int64_t r = 0; r < mr; ++r)
+        for (int s = 0; s < Strips; ++s) {
+          const __m512 v = acc[r][s];
+          const GemmEpilogue es{ep.row_bias, ep.col_bias ? ep.col_bias + s * kCgNR : nullptr,
+                                ep.act};
+          gemm_store_row(c + r * ldc + s * kCgNR, _mm512_extractf32x8_ps(v, 0),
+                         _mm512_extractf32x8_ps(v, 1), r, es, first, last);
+        }
+      return;
+    }
+  }
+  alignas(64) float sums[MR][Strips * L];
+  for (int r = 0; r < MR; ++r)
+    for (int s = 0; s < Strips; ++s) R::store(sums[r] + s * L, acc[r][s]);
+  for (int64_t r = 0; r < mr; ++r) {
+    float* cr = c + r * ldc;
+    for (int64_t j = 0; j < nr; ++j) {
+      float v = sums[r][j];
+      if (!first) v = cr[j] + v;
+      cr[j] = last ? ep.finish(v, r, j) : v;
+    }
+  }
+}
+
+// Passes of fewer k go through gemm_block: a pair's stores and 24 accumulators cost more
+// than they save there (1x1 Convs of 80 and 112 channels: 4-7 % slower, harness).
+constexpr int64_t kPairMinK = 128;
+#endif
+
 // gemm_packed for P == 1 (a 1x1 Conv on a pooled vector: squeeze-and-excitation's two
 // per MobileNetV3 block).  The block kernel would compute 8 columns for the one used and
 // pack B into 16-wide strips: 40-60 us for 240 x 960, 2-3x NumPy's sgemv.  Here B's
@@ -821,7 +899,38 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
           const int64_t m = mb * kCgMR, mr = std::min(kCgMR, M - m);
           const float* ap = packed + gemm_panel_offset(M, K, mb, k0);
           float* o = out + (n * M + m) * P + j0;
-          for (int64_t j = 0; j < nc; j += kCgNR) {
+          int64_t j = 0;
+          bool pair = false;
+#if defined(__AVX512F__)
+          pair = !direct && mb + 1 < mb1 && kc >= kPairMinK;
+          if (pair) {  // panels mb and mb + 1 together, every strip
+            const GemmEpilogue ep{row_bias ? row_bias + m : nullptr, nullptr, act};
+            const int64_t mr2 = std::min(2 * kCgMR, M - m);
+            const bool first = k0 == 0, last = k0 + kc >= K;
+            // two strips where more than 24 columns remain, then one, then 8 lanes for a
+            // last <= 8 (P = 150: 4 x 32, 16, 6 columns; 32 lanes for the last 22 cost
+            // the fc6 Gemm 5 %)
+            while (j < nc) {
+              GemmEpilogue ej = ep;
+              if (col_bias) ej.col_bias = col_bias + j0 + j;
+              const int64_t rest = nc - j;
+              const float* bs = bpack + j * kc;
+              if (rest > 3 * kCgNR / 2) {
+                const int64_t nr = std::min(2 * kCgNR, rest);
+                gemm_pair_block<Zmm, 2>(ap, bs, kc, o + j, P, mr2, nr, ej, first, last);
+                j += nr;
+              } else if (rest > kCgNR / 2) {
+                const int64_t nr = std::min(kCgNR, rest);
+                gemm_pair_block<Zmm, 1>(ap, bs, kc, o + j, P, mr2, nr, ej, first, last);
+                j += nr;
+              } else {
+                gemm_pair_block<Ymm, 1>(ap, bs, kc, o + j, P, mr2, rest, ej, first, last);
+                j = nc;
+              }
+            }
+          }
+#endif
+          for (; j < nc; j += kCgNR) {
             const GemmEpilogue ep{row_bias ? row_bias + m : nullptr,
                                   col_bias ? col_bias + j0 + j : nullptr, act};
             const int64_t nr = std::min(kCgNR, nc - j);
@@ -834,6 +943,7 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
             else
               gemm_block<false>(ap, rows, kc, o + j, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
           }
+          if (pair) ++mb;
         }
       }
     }
