@@ -555,16 +555,20 @@ def test_packed_gemm_bits_are_the_same_on_both_builds():
 @pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
 def test_packed_gemm_bits_do_not_depend_on_threads():
     """Each output's k passes run in one fixed order whatever the split into runs and
-    column blocks, so 1, 2 and 3 threads give the same bits."""
+    column blocks, so 1, 2 and 3 threads give the same bits.  One image on more threads
+    splits its panels into runs that read one shared copy of the strips (and 2 MB of it
+    at most: K = 4000 x 150 columns packs per run again)."""
     mod = _dispatch.kernel_module("cpu", "deform_conv")
     rng = np.random.default_rng(11)
-    for M, K, P in ((150, 700, 37), (64, 40, 3000), (7, 300, 600), (20, 70, 1100), (40, 300, 200)):
+    for M, K, P, N in ((150, 700, 37, 2), (64, 40, 3000, 2), (7, 300, 600, 2),
+                       (20, 70, 1100, 2), (40, 300, 200, 2), (150, 700, 37, 1),
+                       (61, 300, 150, 1), (30, 4000, 150, 1), (19, 129, 250, 1)):
         a = rng.standard_normal((M, K)).astype(np.float32)
-        b = rng.standard_normal((2, K, P)).astype(np.float32)
+        b = rng.standard_normal((N, K, P)).astype(np.float32)
         packed = mod.gemm_pack(a, 2)
         outs = []
         for nt in (1, 2, 3):
-            out = np.empty((2, M, P), np.float32)
+            out = np.empty((N, M, P), np.float32)
             mod.gemm_packed(packed, M, b, None, None, 2, out, nt)
             outs.append(out)
         np.testing.assert_array_equal(outs[0], outs[1])

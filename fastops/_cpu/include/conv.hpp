@@ -847,6 +847,8 @@ struct ImageB {
   }
 };
 
+constexpr int64_t kSharedPackBytes = int64_t(2) << 20;
+
 // out (N, M, P) contiguous = act(A B[n] + row_bias + col_bias), A packed by gemm_pack, B
 // one of the sources above; row_bias (M,) and col_bias (P,) contiguous or null; act a
 // ConvAct.
@@ -873,28 +875,47 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
   const int64_t per = (panels + runs - 1) / runs;
   const int64_t kc_max = std::min(K, kCgKC);
   const int64_t nc_max = std::min((P + kCgNR - 1) / kCgNR * kCgNR, bw);
-  const int64_t scratch = size_mul(kc_max, nc_max);
-  ThreadScratch<float> bpacks(scratch, nt);
+  // A strip read by one or two panels is not worth its copy: whole strips are read in
+  // place where the source allows (rpn's 3- and 12-channel 1x1 heads on 256 channels:
+  // the copy took as long as the products)
+  const bool direct = per <= 2;
+  // Where several runs share a column block, its strips are packed once, by every
+  // thread, before the products (all k passes: K x nc_max per block), not by each run:
+  // the FPN's 256 -> 256 3x3 on 10 x 13 spent a quarter of its time packing (ImageB),
+  // the same strips on both threads.  (At most kSharedPackBytes: a copy of B, padded.)
+  const int64_t strips = nc_max / kCgNR, blocks = N * cblocks;
+  const bool shared = runs > 1 && !direct &&
+                      size_mul(size_mul(blocks, K), nc_max) <= kSharedPackBytes / 4;
+  ThreadScratch<float> bshared(shared ? size_mul(size_mul(blocks, K), nc_max) : 1, 1, false);
+  ThreadScratch<float> bpacks(shared ? 1 : size_mul(kc_max, nc_max), nt);
+  // block (n, cb)'s k pass k0 as strips of kc x kCgNR, zero-padded: each row of a strip
+  // in one cache line (B's own rows are pages apart on large images: a TLB miss per k)
+  const auto pack_strip = [&](int64_t blk, int64_t k0, int64_t j, float* dst) {
+    const int64_t n = blk / cblocks, j0 = blk % cblocks * bw;
+    const int64_t nc = std::min(P, j0 + bw) - j0, kc = std::min(kCgKC, K - k0);
+    if (j < nc) src.pack(n, k0, kc, j0 + j, std::min(kCgNR, nc - j), dst + j * kc);
+  };
+  if (shared) {
+    const int64_t passes = (K + kCgKC - 1) / kCgKC, tasks = blocks * passes * strips;
+    parallel_for(tasks, chunk_for(tasks, nt), nt, [&](int64_t lo, int64_t hi, int) {
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t blk = t / (passes * strips), k0 = t / strips % passes * kCgKC;
+        pack_strip(blk, k0, t % strips * kCgNR, bshared(0) + (blk * K + k0) * nc_max);
+      }
+    });
+  }
   parallel_for(N * cblocks * runs, 1, nt, [&](int64_t lo, int64_t hi, int slot) {
-    float* bpack = bpacks(slot);
     for (int64_t item = lo; item < hi; ++item) {
-      const int64_t run = item % runs, cb = (item / runs) % cblocks,
-                    n = item / runs / cblocks;
+      const int64_t run = item % runs, blk = item / runs, cb = blk % cblocks, n = blk / cblocks;
       const int64_t mb0 = run * per, mb1 = std::min(panels, mb0 + per);
       const int64_t j0 = cb * bw, nc = std::min(P, j0 + bw) - j0;
-      // A strip read by one or two panels is not worth its copy: whole strips are read
-      // in place where the source allows (rpn's 3- and 12-channel 1x1 heads on 256
-      // channels: the copy took as long as the products)
-      const bool direct = mb1 - mb0 <= 2;
       for (int64_t k0 = 0; k0 < K; k0 += kCgKC) {
         const int64_t kc = std::min(kCgKC, K - k0);
-        // the B block as strips of kc x kCgNR, zero-padded: each row of a strip in one
-        // cache line (B's own rows are pages apart on large images: a TLB miss per k)
-        for (int64_t j = 0; j < nc; j += kCgNR) {
-          const int64_t w = std::min(kCgNR, nc - j);
-          if (!(direct && w == kCgNR && src.in_place(n, k0, j0 + j)))
-            src.pack(n, k0, kc, j0 + j, w, bpack + j * kc);
-        }
+        float* bpack = shared ? bshared(0) + (blk * K + k0) * nc_max : bpacks(slot);
+        if (!shared)
+          for (int64_t j = 0; j < nc; j += kCgNR)
+            if (!(direct && nc - j >= kCgNR && src.in_place(n, k0, j0 + j)))
+              pack_strip(blk, k0, j, bpack);
         for (int64_t mb = mb0; mb < mb1; ++mb) {
           const int64_t m = mb * kCgMR, mr = std::min(kCgMR, M - m);
           const float* ap = packed + gemm_panel_offset(M, K, mb, k0);
