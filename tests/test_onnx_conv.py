@@ -354,6 +354,8 @@ def test_packed_gemm_kernel_checks_its_arguments():
     (4, 4, 4, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1),     # kernel larger than the image
     (6, 30, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1),    # OW = 1: a strip spans 16 rows
     (2, 12, 50, 2, 3, 3, 4, 0, 3, 1, 0, 1, 2),   # stride 4, dilated columns
+    (3, 10, 9, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1),    # 49 taps, 9-wide rows: ImageB's tap table
+    (2, 9, 3, 9, 7, 1, 1, 4, 3, 4, 3, 1, 1),     # 63 taps, 3-wide rows: past the table
 ])
 @pytest.mark.parametrize("layout", ["contiguous", "strided", "reversed"])
 @pytest.mark.parametrize("route", ["rows", "strips"])
