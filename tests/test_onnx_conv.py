@@ -298,7 +298,7 @@ def test_gemm_relu_fused_is_the_unfused_result():
 
 
 # ------------------------------------------------------------------ the packed GEMM kernel
-@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 and -v4 only)")
 @pytest.mark.parametrize("M", [1, 5, 6, 12, 13])
 @pytest.mark.parametrize("K", [1, 255, 257, 600])
 @pytest.mark.parametrize("P", [1, 8, 9, 17, 257, 300])
@@ -324,7 +324,7 @@ def test_packed_gemm_kernel_sizes(M, K, P):
             np.testing.assert_allclose(out, f(want), rtol=1e-5 * K, atol=1e-5 * K)
 
 
-@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 and -v4 only)")
 def test_packed_gemm_kernel_checks_its_arguments():
     mod = _dispatch.kernel_module("cpu", "deform_conv")
     a = np.ones((5, 7), np.float32)
@@ -344,7 +344,7 @@ def test_packed_gemm_kernel_checks_its_arguments():
                         0, out, 1)
 
 
-@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 and -v4 only)")
 @pytest.mark.parametrize("geom", [
     # (C, H, W, kh, kw, stride_h, stride_w, pad_t, pad_l, pad_b, pad_r, dil_h, dil_w)
     (3, 40, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),   # stem: stride-2 strips inside a row
@@ -393,7 +393,7 @@ def test_conv_packed_is_gemm_packed_on_the_im2col_matrix(geom, layout, route):
     np.testing.assert_allclose(got, ref * np.clip(ref / 6 + 0.5, 0, 1), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 and -v4 only)")
 def test_conv_packed_kernel_checks_its_arguments():
     mod = _dispatch.kernel_module("cpu", "deform_conv")
     packed = mod.gemm_pack(np.ones((5, 3 * 9), np.float32))
@@ -518,7 +518,7 @@ def _build_modules(family):
     return [importlib.import_module(n) for n in names]
 
 
-@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 and -v4 only)")
 def test_packed_gemm_bits_are_the_same_on_both_builds():
     """The x86-64-v4 build computes two panels at once in 512-bit registers (conv.hpp
     gemm_pair_block) with each output's sum in gemm_block's order: the same bits as the
@@ -535,7 +535,8 @@ def test_packed_gemm_bits_are_the_same_on_both_builds():
         a = rng.standard_normal((M, K)).astype(np.float32)
         b = rng.standard_normal((2, K, P)).astype(np.float32)
         bt = np.ascontiguousarray(b.transpose(0, 2, 1))
-        rb, cb = rng.standard_normal(M).astype(np.float32), rng.standard_normal(P).astype(np.float32)
+        rb = rng.standard_normal(M).astype(np.float32)
+        cb = rng.standard_normal(P).astype(np.float32)
         packed = mods[0].gemm_pack(a, 2)
         for act in (0, 2):
             for trans, src in ((False, b), (True, bt)):
@@ -554,7 +555,7 @@ def test_packed_gemm_bits_are_the_same_on_both_builds():
         np.testing.assert_array_equal(outs[0], outs[1])
 
 
-@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 only)")
+@pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 and -v4 only)")
 def test_packed_gemm_bits_do_not_depend_on_threads():
     """Each output's k passes run in one fixed order whatever the split into runs and
     column blocks, so 1, 2 and 3 threads give the same bits.  One image on more threads

@@ -382,22 +382,26 @@ void im2col(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sxN,
 // 0): once per Session for a weight.  B is packed per block into strips (below).
 //
 // Blocking (GotoBLAS's): a register block is kCgMR x kCgNR outputs
-// (12 AVX accumulators; per k two loads of a B row, kCgMR broadcasts, 12 FMAs).  Work
+// (12 AVX accumulators; per k two loads of a B row, kCgMR broadcasts, 12 FMAs); the
+// x86-64-v4 build takes two panels at once (gemm_pair_block, 12 x 32 in 24 zmm), with
+// every output's sum the same chain of FMAs, so the two builds give the same bits.  Work
 // items are (image, block of kCgNC columns, run of panels); an item walks k in passes
 // of kCgKC, and within a pass its panels x strips, so that the pass's B block (kCgKC x
 // kCgNC, 256 KiB) stays in L2 across the run's panels and each A panel slice (6 KiB)
-// in L1 across the strips; the output block accumulates across passes.  Bias and
+// in L1 across the strips; the output block accumulates across passes.  Runs of one
+// block share one copy of its strips where it is small (kSharedPackBytes).  Bias and
 // activation are applied in registers on the last pass, so the output is written once
 // (unfused, an activation read and wrote it again).
 //
-// Only the x86-64-v3 build has it (kPackedGemm): FMA is explicit (_mm256_fmadd_ps) and
-// the project compiles with -ffp-contract=off, so the baseline build would run at a
-// quarter of the speed; there Session uses NumPy's BLAS.  Sums are not bit-identical to
-// a BLAS's (no two BLAS agree: blocking and FMA differ per CPU); Conv and Gemm promise
-// tolerance.  Why not OpenBLAS: after a multi-threaded call its workers spin for ~0.1 s
-// (OPENBLAS_THREAD_TIMEOUT, read once at load), on a 2-core machine taking a core from
-// every fastops kernel that follows; the frcnn Session's Conv ran 26.9 ms a run with
-// OPENBLAS_NUM_THREADS=1 and 39.8 without (docs/onnx.md has the measurements).
+// Only the x86-64-v3 and -v4 builds have it (kPackedGemm): FMA is explicit
+// (_mm256_fmadd_ps) and the project compiles with -ffp-contract=off, so the baseline
+// build would run at a quarter of the speed; there Session uses NumPy's BLAS.  Sums are
+// not bit-identical to a BLAS's (no two BLAS agree: blocking and FMA differ per CPU);
+// Conv and Gemm promise tolerance.  Why not OpenBLAS: after a multi-threaded call its
+// workers spin for ~0.1 s (OPENBLAS_THREAD_TIMEOUT, read once at load), on a 2-core
+// machine taking a core from every fastops kernel that follows; the frcnn Session's
+// Conv ran 26.9 ms a run with OPENBLAS_NUM_THREADS=1 and 39.8 without (docs/onnx.md has
+// the measurements).
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr bool kPackedGemm = true;
 #else
@@ -599,7 +603,7 @@ struct Ymm {
 // Two panels at once, 12 rows by one or two strips (x86-64-v4 build).  12 x 32 in 512-bit
 // registers takes 2 loads of B and 12 broadcasts per 24 FMAs, where gemm_block's 6 x 16
 // takes 8 loads per 12 FMAs of half the width: the box head's fc6 Gemm (1024 x 12544 x
-// 150), harness, 1 / 2 threads: 50.0 -> 44.8 / 26.0 -> 23.3 ms.  Every output's sum is
+// 150), harness, 1 / 2 threads: 50.0 -> 40.8 / 26.0 -> 21.2 ms.  Every output's sum is
 // gemm_block's FMA chain over k, and the stores are gemm_store_row's or gemm_block's
 // scalar ones, so the bits are the same as the x86-64-v3 build's.  ap: panel mb (panel mb
 // + 1 follows at + kCgMR * kc); bs: strip j (strip j + 1 at + kCgNR * kc); mr: the rows
