@@ -583,21 +583,29 @@ inline void gemm_block(const float* ap, const Rows& brow, int64_t kc, float* c,
 
 #if defined(__AVX512F__)
 // gemm_pair_block's registers: 16 lanes (a whole strip row) or 8 (a last strip of <= 8).
-struct Zmm {
-  using V = __m512;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static V set1(float v) { return _mm512_set1_ps(v); }
-  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-};
-struct Ymm {
-  using V = __m256;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static V set1(float v) { return _mm256_set1_ps(v); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+template <int Lanes>
+struct PairVec { using type = __m256; };
+template <>
+struct PairVec<16> { using type = __m512; };
+template <int Lanes>
+struct PairRegs {
+  static constexpr bool z = Lanes == 16;
+  using V = typename PairVec<Lanes>::type;
+  static V zero() {
+    if constexpr (z) return _mm512_setzero_ps(); else return _mm256_setzero_ps();
+  }
+  static V load(const float* p) {
+    if constexpr (z) return _mm512_loadu_ps(p); else return _mm256_loadu_ps(p);
+  }
+  static V set1(float v) {
+    if constexpr (z) return _mm512_set1_ps(v); else return _mm256_set1_ps(v);
+  }
+  static V fma(V a, V b, V c) {
+    if constexpr (z) return _mm512_fmadd_ps(a, b, c); else return _mm256_fmadd_ps(a, b, c);
+  }
+  static void store(float* p, V v) {
+    if constexpr (z) _mm512_storeu_ps(p, v); else _mm256_storeu_ps(p, v);
+  }
 };
 
 // Two panels at once, 12 rows by one or two strips (x86-64-v4 build).  12 x 32 in 512-bit
@@ -607,13 +615,14 @@ struct Ymm {
 // gemm_block's FMA chain over k, and the stores are gemm_store_row's or gemm_block's
 // scalar ones, so the bits are the same as the x86-64-v3 build's.  ap: panel mb (panel mb
 // + 1 follows at + kCgMR * kc); bs: strip j (strip j + 1 at + kCgNR * kc); mr: the rows
-// that exist (7-12); nr: the columns (<= Strips * R's lanes).
-template <class R, int Strips>
+// that exist (7-12); nr: the columns (<= Strips * Lanes).
+template <int Lanes, int Strips>
 inline void gemm_pair_block(const float* ap, const float* bs, int64_t kc, float* c,
                             int64_t ldc, int64_t mr, int64_t nr, const GemmEpilogue& ep,
                             bool first, bool last) {
+  using R = PairRegs<Lanes>;
   using V = typename R::V;
-  constexpr int64_t L = sizeof(V) / sizeof(float), MR = 2 * kCgMR;
+  constexpr int64_t L = Lanes, MR = 2 * kCgMR;
   V acc[MR][Strips];
   for (auto& row : acc)
     for (auto& v : row) v = R::zero();
@@ -962,14 +971,14 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
               const float* bs = bpack + j * kc;
               if (rest > 3 * kCgNR / 2) {
                 const int64_t nr = std::min(2 * kCgNR, rest);
-                gemm_pair_block<Zmm, 2>(ap, bs, kc, o + j, P, mr2, nr, ej, first, last);
+                gemm_pair_block<16, 2>(ap, bs, kc, o + j, P, mr2, nr, ej, first, last);
                 j += nr;
               } else if (rest > kCgNR / 2) {
                 const int64_t nr = std::min(kCgNR, rest);
-                gemm_pair_block<Zmm, 1>(ap, bs, kc, o + j, P, mr2, nr, ej, first, last);
+                gemm_pair_block<16, 1>(ap, bs, kc, o + j, P, mr2, nr, ej, first, last);
                 j += nr;
               } else {
-                gemm_pair_block<Ymm, 1>(ap, bs, kc, o + j, P, mr2, rest, ej, first, last);
+                gemm_pair_block<8, 1>(ap, bs, kc, o + j, P, mr2, rest, ej, first, last);
                 j = nc;
               }
             }
