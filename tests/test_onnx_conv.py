@@ -508,7 +508,8 @@ def test_im2col_kernel_matches_windows(geom, dtype):
 
 
 def _build_modules(family):
-    """family's x86-64-v3 and x86-64-v4 modules where this CPU runs both, else None."""
+    """family's x86-64-v3 and x86-64-v4 modules where both are built and this CPU runs
+    them, else None."""
     from fastops._cpu import _runtime
     if not (_runtime.has_x86_64_v4() and _runtime.has_x86_64_v3()):
         return None
@@ -528,7 +529,7 @@ def test_packed_gemm_bits_are_the_same_on_both_builds():
     layouts, biases, activations, 1-3 threads; and conv_packed through both routes."""
     mods = _build_modules("deform_conv")
     if mods is None:
-        pytest.skip("this CPU does not run both the x86-64-v3 and x86-64-v4 builds")
+        pytest.skip("needs the x86-64-v3 and x86-64-v4 builds, both built and runnable here")
     rng = np.random.default_rng(5)
     for M, K, P in ((13, 128, 150), (20, 300, 33), (23, 600, 22), (36, 256, 300),
                     (24, 129, 7), (25, 200, 9), (40, 1100, 17)):
