@@ -502,6 +502,17 @@ inline void gemm_store_row(float* cr, __m256 v0, __m256 v1, int64_t r,
   _mm256_storeu_ps(cr + 8, v1);
 }
 
+// Columns [0, nr) of output row r of a block, from its sums (the scalar form of
+// gemm_store_row: the same operations per value).
+inline void gemm_store_tail(float* cr, const float* sums, int64_t nr, int64_t r,
+                            const GemmEpilogue& ep, bool first, bool last) {
+  for (int64_t j = 0; j < nr; ++j) {
+    float v = sums[j];
+    if (!first) v = cr[j] + v;
+    cr[j] = last ? ep.finish(v, r, j) : v;
+  }
+}
+
 // gemm_block's B rows: row k at b + k * ld (a packed strip, or a matrix read in place)
 struct StridedRows {
   const float* b;
@@ -568,16 +579,11 @@ inline void gemm_block(const float* ap, const Rows& brow, int64_t kc, float* c,
   for (int i = 0; i < kCgMR * 2; ++i) _mm256_store_ps(sums + i * 8, acc[i]);
   for (int64_t r = 0; r < mr; ++r) {
     float* cr = c + r * ldc;
-    if (nr == kCgNR) {
+    if (nr == kCgNR)
       gemm_store_row(cr, _mm256_load_ps(sums + r * kCgNR), _mm256_load_ps(sums + r * kCgNR + 8),
                      r, ep, first, last);
-    } else {
-      for (int64_t j = 0; j < nr; ++j) {
-        float v = sums[r * kCgNR + j];
-        if (!first) v = cr[j] + v;
-        cr[j] = last ? ep.finish(v, r, j) : v;
-      }
-    }
+    else
+      gemm_store_tail(cr, sums + r * kCgNR, nr, r, ep, first, last);
   }
 }
 
@@ -639,28 +645,20 @@ inline void gemm_pair_block(const float* ap, const float* bs, int64_t kc, float*
   }
   if constexpr (L == kCgNR) {
     if (nr == Strips * kCgNR) {  // whole strips: stored from the registers
+      GemmEpilogue es[Strips];   // strip s's column bias
+      for (int s = 0; s < Strips; ++s)
+        es[s] = {ep.row_bias, ep.col_bias ? ep.col_bias + s * kCgNR : nullptr, ep.act};
       for (int64_t r = 0; r < mr; ++r)
-        for (int s = 0; s < Strips; ++s) {
-          const __m512 v = acc[r][s];
-          const GemmEpilogue es{ep.row_bias, ep.col_bias ? ep.col_bias + s * kCgNR : nullptr,
-                                ep.act};
-          gemm_store_row(c + r * ldc + s * kCgNR, _mm512_extractf32x8_ps(v, 0),
-                         _mm512_extractf32x8_ps(v, 1), r, es, first, last);
-        }
+        for (int s = 0; s < Strips; ++s)
+          gemm_store_row(c + r * ldc + s * kCgNR, _mm512_extractf32x8_ps(acc[r][s], 0),
+                         _mm512_extractf32x8_ps(acc[r][s], 1), r, es[s], first, last);
       return;
     }
   }
   alignas(64) float sums[MR][Strips * L];
   for (int r = 0; r < MR; ++r)
     for (int s = 0; s < Strips; ++s) R::store(sums[r] + s * L, acc[r][s]);
-  for (int64_t r = 0; r < mr; ++r) {
-    float* cr = c + r * ldc;
-    for (int64_t j = 0; j < nr; ++j) {
-      float v = sums[r][j];
-      if (!first) v = cr[j] + v;
-      cr[j] = last ? ep.finish(v, r, j) : v;
-    }
-  }
+  for (int64_t r = 0; r < mr; ++r) gemm_store_tail(c + r * ldc, sums[r], nr, r, ep, first, last);
 }
 
 // Passes of fewer k go through gemm_block: a pair's stores and 24 accumulators cost more
@@ -880,6 +878,7 @@ struct ImageB {
   }
 };
 
+// gemm_packed_run's strips shared by runs: at most this big (fc6's 8 MB ran 13 % slower)
 constexpr int64_t kSharedPackBytes = int64_t(2) << 20;
 
 // out (N, M, P) contiguous = act(A B[n] + row_bias + col_bias), A packed by gemm_pack, B
@@ -917,9 +916,9 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
   // the FPN's 256 -> 256 3x3 on 10 x 13 spent a quarter of its time packing (ImageB),
   // the same strips on both threads.  (At most kSharedPackBytes: a copy of B, padded.)
   const int64_t strips = nc_max / kCgNR, blocks = N * cblocks;
-  const bool shared = runs > 1 && !direct &&
-                      size_mul(size_mul(blocks, K), nc_max) <= kSharedPackBytes / 4;
-  ThreadScratch<float> bshared(shared ? size_mul(size_mul(blocks, K), nc_max) : 1, 1, false);
+  const int64_t shared_size = size_mul(size_mul(blocks, K), nc_max);
+  const bool shared = runs > 1 && !direct && shared_size <= kSharedPackBytes / 4;
+  ThreadScratch<float> bshared(shared ? shared_size : 1, 1, false);
   ThreadScratch<float> bpacks(shared ? 1 : size_mul(kc_max, nc_max), nt);
   // block (n, cb)'s k pass k0 as strips of kc x kCgNR, zero-padded: each row of a strip
   // in one cache line (B's own rows are pages apart on large images: a TLB miss per k)
