@@ -341,6 +341,29 @@ def test_gather_nd_rows_ahead_on_threads(threads):
                 fastops.gather_nd(data.reshape(997, 40)[:, :3].copy(), idx)
 
 
+def test_gather_nd_every_row_copy_and_batches_across_chunks(threads):
+    """Rows of 1-128 bytes (powers of two) are copied at a size fixed at compile time and
+    the rest by memcpy: every such size, and odd ones, against NumPy.  The batch of each
+    row is carried from row to row: batches of 1, 2 and 3001 tuples, so that 1-3 threads'
+    chunks start inside a batch and cross many."""
+    rng = np.random.default_rng(22)
+    for dtype, sizes in (("uint8", (1, 2, 3, 4, 8, 16, 32, 64, 128, 256)),
+                         ("float16", (1, 3, 64, 65)), ("float64", (1, 2, 5, 16, 17))):
+        for S in sizes:
+            data = rng.integers(0, 100, (301, S)).astype(dtype)
+            idx = rng.integers(-301, 301, (5000, 1))
+            for n in (1, 2, 3):
+                with threads(n):
+                    np.testing.assert_array_equal(fastops.gather_nd(data, idx), data[idx[:, 0]])
+    for B, R, per in ((7, 50, 3001), (20_000, 4, 1), (10_000, 4, 2)):   # (threaded sizes)
+        data = rng.standard_normal((B, R, 16)).astype(np.float32)
+        idx = rng.integers(-R, R, (B, per, 1))
+        want = data[np.arange(B)[:, None], idx[..., 0]]
+        for n in (1, 2, 3):
+            with threads(n):
+                np.testing.assert_array_equal(fastops.gather_nd(data, idx, batch_dims=1), want)
+
+
 @pytest.mark.parametrize("batch_dims,k", [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (2, 1)])
 def test_gather_nd_vs_onnx_reference(batch_dims, k, xp):
     rng = np.random.default_rng(4)

@@ -128,12 +128,13 @@ constexpr int64_t kGatherAhead = 32;
 constexpr int64_t kRowsAhead = 32;
 
 // Prefetch a row of S elements by its first and last line (the lines between follow
-// the copy's own stream); Write = 1 for a row about to be modified.
-template <int Write, typename T>
+// the copy's own stream); Write = 1 for a row about to be modified; Locality as
+// __builtin_prefetch's (3: PREFETCHT0, into L1; 2: PREFETCHT1, into L2).
+template <int Write, int Locality = 3, typename T>
 inline void prefetch_row(const T* row, int64_t S) {
   const char* p = reinterpret_cast<const char*>(row);
-  __builtin_prefetch(p, Write);
-  __builtin_prefetch(p + sizeof(T) * S - 1, Write);
+  __builtin_prefetch(p, Write, Locality);
+  __builtin_prefetch(p + sizeof(T) * S - 1, Write, Locality);
 }
 
 
@@ -331,12 +332,12 @@ inline int64_t tile_width(int64_t n_axis, int64_t O, int64_t In, int nt) {
 }
 
 // Prefetch every line of n elements from p (a segment of a strided row: a tile's or a
-// gather strip's).
-template <int Write, typename T>
+// gather strip's); Locality as in prefetch_row.
+template <int Write, int Locality = 3, typename T>
 inline void prefetch_segment(const T* p, int64_t n) {
   const uintptr_t e = reinterpret_cast<uintptr_t>(p + n);
   for (uintptr_t l = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63); l < e; l += 64)
-    __builtin_prefetch(reinterpret_cast<const void*>(l), Write);
+    __builtin_prefetch(reinterpret_cast<const void*>(l), Write, Locality);
 }
 
 template <typename T, typename I, int Red>
@@ -570,7 +571,11 @@ inline int64_t gather_span_avx2(const T* base, const I* ir, T* orow, int64_t i0,
 // flushed, ms, n_axis x m x In): 32 x 64 x 50000 5.0 / 5.3 -> 5.4 / 6.0 and 8 x 64 x
 // 200000 16.6 -> 21 (few data rows: the row walk's streams are sequential), 2000 x 125
 // x 2000 (each line read once per strip) even.  The AVX2 span in the strips was 1.06x
-// slower (scripts/simd_ab.py), so the strips gather scalar.
+// slower (scripts/simd_ab.py), so the strips gather scalar.  The streamed lines and the
+// idx/out segments are prefetched into L2 (PREFETCHT1; the strip in use is in L2
+// anyway): on the Intel Xeon (Emerald Rapids) VM, modules alternating in one process,
+// 2 threads, after a pause / back to back: 2000 x 2000 0.89-0.90 / 0.98-1.02, the 512 x
+// 20000 slab 0.80-0.91 / 0.81-0.87 (C++ harness with the caches flushed: 0.84).
 constexpr int64_t kStripBytes = 64;
 constexpr double kStripSlab = 8 << 20;
 constexpr int64_t kStripRowsAhead = 8;
@@ -647,10 +652,10 @@ int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t
       for (int64_t r = 0; r < m; ++r) {
         const int64_t row = (o * m + r) * In;
         for (const int64_t e = std::min(n_axis, sv + per); sv < e; ++sv)
-          prefetch_segment<0>(nbase + sv * s_axis, nlen);
+          prefetch_segment<0, 2>(nbase + sv * s_axis, nlen);
         if (r + kStripRowsAhead < m) {
-          prefetch_segment<0>(idx + row + ahead + c0, len);
-          prefetch_segment<1>(out + row + ahead + c0, len);
+          prefetch_segment<0, 2>(idx + row + ahead + c0, len);
+          prefetch_segment<1, 2>(out + row + ahead + c0, len);
         }
         if (len == st.w &&
             !gather_strip_row(base, idx + row + c0, out + row + c0, c0, s_axis, n_axis))
@@ -894,42 +899,78 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
 
 // -------------------------------------------------------------------------- GatherND
 // out[n] = row (n / per_batch) * batch_rows + tuple(n) of data (rows of S elements).
-template <typename T, typename I>
-int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* dims,
-                  int64_t per_batch, int64_t batch_rows, int64_t S, T* out, int nthreads) {
-  const int nt = threads_for(N * (S + k), nthreads);
+//
+// Each row is resolved and its first and last lines prefetched kRowsAhead rows before
+// it is copied (a ring of resolved rows), so that many random reads stay in flight
+// (gather_nd 1Mx16 float32 200k rows, fastops/_bench/scatter.py: 64-byte rows 16
+// bytes off a line, two lines each).  Before, rows went in blocks of 32, all
+// prefetched, then all copied (best of a 4-128 sweep, 2 threads 1.8 ms); the ring
+// keeps the misses in flight across the copies: 2 threads, after a pause / hot,
+// 2.2-2.3 / 1.7 ms -> 1.7 / 1.3 (16 rows ahead 1.85 / 1.45, 64 2.1 / 1.45).  The rows
+// are prefetched into L2 (PREFETCHT1): on the Intel Xeon (Emerald Rapids) VM with the
+// table out of the cache, C++ harness, 2 threads, medians of 31 after a 512 MB write
+// and a 20 ms sleep, ms: PREFETCHT0 2.1-2.35, only the last line PREFETCHT1 2.0-2.1,
+// both 1.77-1.91 (16 rows ahead 1.85-1.94, 48 1.86-2.0, 64 1.82-1.88); back to back
+// (the table in L3) all 0.85-0.91.  (The EPYC VM had shown no change, eleventh run.)
+//
+// With the table in the cache (back to back) the loop's own instructions count: the
+// batch of row n is carried from row to row instead of divided out (a 64-bit division
+// per row), and rows of 1-128 bytes (powers of two) are copied at a size known to the
+// compiler instead of by a call to memcpy (with_row_bytes).  Both together, against
+// the division and the call, fastops' modules alternating in one process, 2 threads:
+// back to back 0.86-0.87, after a pause 0.975-0.98 (docs/performance.md, twenty-fourth
+// run).
+template <int64_t RowBytes, typename T, typename I>
+int64_t gather_nd_rows(const T* data, const I* idx, int64_t N, int k, const int64_t* dims,
+                       int64_t per_batch, int64_t batch_rows, int64_t S, T* out, int nt) {
   const int64_t grain = chunk_for(N, nt), parts = (N + grain - 1) / grain;
+  const int64_t row_bytes = RowBytes ? RowBytes : static_cast<int64_t>(sizeof(T)) * S;
   FirstBad bad(std::max<int64_t>(parts, 1));
-  // Each row is resolved and its first and last lines prefetched kRowsAhead rows before
-  // it is copied (a ring of resolved rows), so that many random reads stay in flight
-  // (gather_nd 1Mx16 float32 200k rows, fastops/_bench/scatter.py: 64-byte rows 16
-  // bytes off a line, two lines each).  Before, rows went in blocks of 32, all
-  // prefetched, then all copied (best of a 4-128 sweep, 2 threads 1.8 ms); the ring
-  // keeps the misses in flight across the copies: 2 threads, after a pause / hot,
-  // 2.2-2.3 / 1.7 ms -> 1.7 / 1.3 (16 rows ahead 1.85 / 1.45, 64 2.1 / 1.45).
   parallel_for(N, grain, nt, [&](int64_t n0, int64_t n1, int) {
     int64_t src_row[kRowsAhead];   // ring: row of n at n % kRowsAhead
-    auto resolve = [&](int64_t n) {
+    // the batch of the next row to resolve, and where the following batch starts
+    int64_t batch = n0 / per_batch, batch_end = (batch + 1) * per_batch;
+    auto resolve = [&](int64_t n) {   // (called for n0, n0 + 1, ... in turn)
+      if (n >= batch_end) {
+        batch = n / per_batch;
+        batch_end = (batch + 1) * per_batch;
+      }
       int64_t d = 0;
       const int64_t r = nd_row(idx + n * k, k, dims, &d);
       if (r < 0) bad.note(n0 / grain, n * k + d);
-      const int64_t row = r < 0 ? -1 : (n / per_batch) * batch_rows + r;
+      const int64_t row = r < 0 ? -1 : batch * batch_rows + r;
       src_row[n % kRowsAhead] = row;
-      if (row >= 0 && S > 0) prefetch_row<0>(data + row * S, S);
+      if (row >= 0 && S > 0) prefetch_row<0, 2>(data + row * S, S);
     };
     for (int64_t n = n0; n < std::min(n1, n0 + kRowsAhead); ++n) resolve(n);
     for (int64_t n = n0; n < n1; ++n) {
       const int64_t row = src_row[n % kRowsAhead];
       if (n + kRowsAhead < n1) resolve(n + kRowsAhead);
       if (row < 0 || S == 0) continue;   // empty rows: data may be NULL
-      const T* src = data + row * S;
-      if (S == 1)
-        out[n] = *src;
-      else
-        std::memcpy(out + n * S, src, sizeof(T) * S);
+      std::memcpy(out + n * S, data + row * S, static_cast<size_t>(row_bytes));
     }
   });
   return bad.first() == kNoBad ? -1 : bad.first();
+}
+
+// f(std::integral_constant<int64_t, bytes>) for a power of two from B up to 128 bytes,
+// else f(std::integral_constant<int64_t, 0>): a row size the copy may take as a constant
+template <int64_t B, typename F>
+inline int64_t with_row_bytes(int64_t bytes, F&& f) {
+  if constexpr (B > 128)
+    return f(std::integral_constant<int64_t, 0>{});
+  else
+    return bytes == B ? f(std::integral_constant<int64_t, B>{}) : with_row_bytes<2 * B>(bytes, f);
+}
+
+template <typename T, typename I>
+int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* dims,
+                  int64_t per_batch, int64_t batch_rows, int64_t S, T* out, int nthreads) {
+  const int nt = threads_for(N * (S + k), nthreads);
+  return with_row_bytes<sizeof(T)>(static_cast<int64_t>(sizeof(T)) * S, [&](auto bytes) {
+    return gather_nd_rows<decltype(bytes)::value>(data, idx, N, k, dims, per_batch, batch_rows,
+                                                  S, out, nt);
+  });
 }
 
 // ------------------------------------------------------- compiled fast-path entries
