@@ -220,7 +220,7 @@ inline int64_t scatter_span(T* base, const I* ij, const T* uj, int64_t i0, int64
   for (int64_t i = i0; i < i1; ++i) {
     if (Ahead && i + kGatherAhead < i1) {
       const int64_t a = i + kGatherAhead;
-      __builtin_prefetch(base + at(a, std::max<int64_t>(norm_index(ij[a], n_axis), 0)), 1);
+      __builtin_prefetch(base + at(a, std::max<int64_t>(norm_index(ij[a], n_axis), 0)), 1, 2);
     }
     const int64_t v = norm_index(ij[i], n_axis);
     if (v < 0) {  // never write outside; the caller raises
@@ -306,7 +306,11 @@ int64_t scatter_elements_apply(T* out, const I* idx, const T* upd,
 // (32: 1.7-2.2, 128-256 no better).  Tiles of 128 KiB 2.5 ms; 192-512 KiB within the
 // noise of 256, which also fits the 512 KiB L2 of older cores with the streams beside
 // it.  Also tried: prefetching the next tile's data during the updates (no gain), plain
-// stores for the drain (1.77-1.83 against 1.55-1.78 ms).
+// stores for the drain (1.77-1.83 against 1.55-1.78 ms).  The tiles' streams and the
+// update targets (scatter_span) are prefetched into L2 (PREFETCHT1): on the Intel Xeon
+// VM, modules alternating in one process, 2 threads, "none" / "add" after a pause
+// 0.89-0.91 / 0.89-0.90, back to back 0.98-1.01 / 1.01-1.02 (docs/performance.md,
+// twenty-fourth run).
 constexpr int64_t kTileBytes = int64_t(256) << 10;
 constexpr int64_t kTileRowsAhead = 8;    // idx/upd row segments prefetched this many rows early
 constexpr int64_t kTileFillAhead = 64;   // data row segments prefetched in the copy-in
@@ -363,15 +367,15 @@ int64_t scatter_elements_tiles(const T* data, T* out, const I* idx, const T* upd
       // is 1) is one contiguous row
       const int64_t rows = tw == In ? 1 : n_axis, len = tw == In ? n_axis * In : tw;
       for (int64_t v = 0; v < rows; ++v) {
-        if (v + kTileFillAhead < rows) prefetch_segment<0>(src + (v + kTileFillAhead) * In, len);
+        if (v + kTileFillAhead < rows) prefetch_segment<0, 2>(src + (v + kTileFillAhead) * In, len);
         std::memcpy(tile + v * len, src + v * In, sizeof(T) * len);
       }
       const I* ir = idx + o * m * In + i0;
       const T* ur = upd + o * m * In + i0;
       for (int64_t j = 0; j < m; ++j) {
         if (j + kTileRowsAhead < m) {
-          prefetch_segment<0>(ir + (j + kTileRowsAhead) * In, tw);
-          prefetch_segment<0>(ur + (j + kTileRowsAhead) * In, tw);
+          prefetch_segment<0, 2>(ir + (j + kTileRowsAhead) * In, tw);
+          prefetch_segment<0, 2>(ur + (j + kTileRowsAhead) * In, tw);
         }
         const int64_t b = scatter_unit_row<T, I, Red, false>(
             tile, ir + j * In, ur + j * In, 0, tw, tw, n_axis, (o * m + j) * In + i0);
@@ -798,7 +802,10 @@ inline void write_last(T* out, const T* upd, int64_t r, int64_t n, int64_t S, ui
 // [start[s * nt + o], start[s * nt + o + 1]) inside part s's range of n; "none" walks
 // them backwards (write_last).  Each target row is prefetched kRowsAhead updates early
 // ("none" too since it walks buckets: random rows, back to back, 5.3-6.9 -> 4.6-5.1 ms
-// in three alternating rounds; the forward walk over all N had lost with it).
+// in three alternating rounds; the forward walk over all N had lost with it), into L2
+// (PREFETCHT1: on the Intel Xeon VM, 1Mx16 200k rows, "none" / "add", 2 threads, after
+// a pause 0.92-0.98 / 0.97-1.01, back to back 0.97-1.01 / 0.99-1.0: kept for the one
+// rule with the gathers and scatter_elements).
 template <typename T, int Red>
 void scatter_nd_owner(T* out, const T* upd, const int64_t* rows, const int64_t* order,
                       const int64_t* start, int64_t S, int64_t o, int64_t nt, uint64_t* seen) {
@@ -806,7 +813,7 @@ void scatter_nd_owner(T* out, const T* upd, const int64_t* rows, const int64_t* 
     for (int64_t s = nt - 1; s >= 0; --s) {
       const int64_t b = start[s * nt + o];
       for (int64_t i = start[s * nt + o + 1] - 1; i >= b; --i) {
-        if (i - kRowsAhead >= b) prefetch_row<1>(out + rows[order[i - kRowsAhead]] * S, S);
+        if (i - kRowsAhead >= b) prefetch_row<1, 2>(out + rows[order[i - kRowsAhead]] * S, S);
         write_last(out, upd, rows[order[i]], order[i], S, seen);
       }
     }
@@ -818,7 +825,7 @@ void scatter_nd_owner(T* out, const T* upd, const int64_t* rows, const int64_t* 
       // A reduction reads its target row: the one kRowsAhead updates ahead is
       // prefetched (1Mx16 float32 200k rows "add", 2 threads, after a pause / hot:
       // 9.2-9.35 / 7.3-8.0 -> 7.05-7.2 / 6.8-7.0 ms).
-      if (i + kRowsAhead < e) prefetch_row<1>(out + rows[order[i + kRowsAhead]] * S, S);
+      if (i + kRowsAhead < e) prefetch_row<1, 2>(out + rows[order[i + kRowsAhead]] * S, S);
       const int64_t n = order[i];
       apply_row<T, Red>(out + rows[n] * S, upd + n * S, S);
     }
