@@ -242,12 +242,21 @@ _FAST = {}                  # fast path name (unique across families) -> its fun
 def kernel_module(backend, family):
     """The kernel module of one op family: fastops._cpu.<family> (or a SIMD build of it,
     see cpu_module) for "cpu", fastops._gpu.<family> for
-    "gpu"; cached (scripts/simd_ab.py swaps the cached CPU modules)."""
+    "gpu"; cached (swap_cpu_modules replaces the CPU ones)."""
     mod = _KERNEL_MODULES.get((backend, family))
     if mod is None:
         name = cpu_module(family) if backend == "cpu" else "fastops._gpu." + family
         mod = _KERNEL_MODULES[backend, family] = importlib.import_module(name)
     return mod
+
+
+def swap_cpu_modules(modules):
+    """Run the CPU kernels of ``modules`` ({family: kernel module}) from now on, the compiled
+    fast paths included: scripts/simd_ab.py and scripts/checkout_ab.py time builds of
+    the same kernels against each other this way, in one process."""
+    _KERNEL_MODULES.update({("cpu", family): mod for family, mod in modules.items()})
+    _KERNELS.clear()
+    _FAST.clear()
 
 
 def fast_path(family, name, *args):

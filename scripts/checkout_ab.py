@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """This checkout's CPU kernels against another checkout's, in one process: each repeat runs
-a workload of fastops/_bench once with each checkout's kernel modules (swapped in
-_dispatch's module cache, as scripts/simd_ab.py swaps the SIMD builds), in alternating
+a workload of fastops/_bench once with each checkout's kernel modules
+(_dispatch.swap_cpu_modules, as scripts/simd_ab.py swaps the SIMD builds), in alternating
 order, each call after a 20 ms pause or, with --hot, after 20 ms of calls.  Prints the
 median ms of the other checkout (A) and of this one (B), and B / A.
 
@@ -26,7 +26,6 @@ import time
 
 import fastops
 from fastops import _bench, _dispatch
-from fastops._cpu import _runtime  # noqa: F401  (the CPU backend, loaded)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("other", help="root of the other checkout, its extensions built in place")
@@ -62,12 +61,6 @@ def load(root):
     return mods
 
 
-def use(mods):
-    _dispatch._KERNEL_MODULES.update({("cpu", fam): m for fam, m in mods.items()})
-    _dispatch._KERNELS.clear()
-    _dispatch._FAST.clear()
-
-
 builds = {"A": load(os.path.abspath(args.other)), "B": load(here)}
 print(f"A = {os.path.abspath(args.other)}, B = {here}; median of {args.repeat} "
       f"{'back to back' if args.hot else 'after a 20 ms pause'} (ms)")
@@ -82,7 +75,7 @@ for w in _bench.workloads(args.bench_family):
     times = {k: [] for k in builds}
     for r in range(args.repeat):
         for k in (("A", "B") if r % 2 else ("B", "A")):
-            use(builds[k])
+            _dispatch.swap_cpu_modules(builds[k])
             fn()
             if args.hot:
                 t_end = time.perf_counter() + 0.02
@@ -95,7 +88,7 @@ for w in _bench.workloads(args.bench_family):
             times[k].append(time.perf_counter() - t0)
     a, b = (statistics.median(times[k]) * 1e3 for k in ("A", "B"))
     print(f"{w.name[:72]:72s} {a:9.3f} {b:9.3f} {b / a:6.3f}", flush=True)
-use(builds["B"])
+_dispatch.swap_cpu_modules(builds["B"])
 with open("/proc/self/maps") as f:
     mapped = {line.split()[-1] for line in f if "/fastops/_cpu/" in line and ".so" in line}
 for root in (os.path.abspath(args.other), here):

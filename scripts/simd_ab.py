@@ -36,11 +36,8 @@ families = sorted({f for fams in _dispatch.simd_families().values() for f in fam
 
 
 def use(target):
-    for fam in families:
-        _dispatch._KERNEL_MODULES["cpu", fam] = importlib.import_module(
-            _dispatch.module_for(target, fam))
-    _dispatch._KERNELS.clear()
-    _dispatch._FAST.clear()         # (the compiled fast paths of small calls follow too)
+    _dispatch.swap_cpu_modules({fam: importlib.import_module(_dispatch.module_for(target, fam))
+                                for fam in families})
 
 
 for t in targets:
