@@ -59,8 +59,10 @@ def workloads():
                     calls[f"grid_sample {n} {mode} {pad} {ac}"] = (
                         lambda x=x, g=grid, m=mode, p=pad, a=ac:
                         fastops.grid_sample(x, g, mode=m, padding_mode=p, align_corners=a))
-        # float bilinear zeros with <= 4 channels: the AVX2 build's direct path
-        # (grid_sample.hpp linear2_direct); special and edge coordinates, strided views.
+        # float bilinear zeros with <= 4 channels: the x86-64-v3 and -v4 builds' direct
+        # path (grid_sample.hpp linear2_direct, 8 or 16 points at a time); special and edge
+        # coordinates, strided views, and a smooth grid whose points are mostly inside (the
+        # pair loads of whole vectors of inside points; a random grid rarely has 16 in a row).
         # float32 only: float64 takes the plan path in both builds, where a NaN sample's
         # payload (all NaN alike) differs between the builds' code
         g3 = grid.copy()
@@ -76,6 +78,13 @@ def workloads():
                 calls[f"grid_sample {n} bilinear zeros {ac} {name}"] = (
                     lambda xv=xv, g=g3, a=ac: fastops.grid_sample(
                         xv, g, mode="bilinear", padding_mode="zeros", align_corners=a))
+            ys, xs = np.meshgrid(np.linspace(-0.95, 0.9, 19), np.linspace(-0.9, 1.0, 45),
+                                 indexing="ij")
+            smooth = np.stack([0.9 * xs - 0.15 * ys, 0.15 * xs + 0.9 * ys], -1)
+            smooth = np.broadcast_to(smooth, (2, 19, 45, 2)).astype(dt)
+            calls[f"grid_sample {n} bilinear zeros {ac} smooth"] = (
+                lambda x3=x[:, :3], g=smooth, a=ac: fastops.grid_sample(
+                    x3, g, mode="bilinear", padding_mode="zeros", align_corners=a))
         calls[f"deform_conv2d {n}"] = lambda x=x, o=off, w=w, b=b: fastops.deform_conv2d(
             x, o, w, b, padding=1)
         calls[f"modulated_deform_conv2d {n}"] = (

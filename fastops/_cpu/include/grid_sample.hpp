@@ -779,7 +779,7 @@ void run(const Tin* x, const Shape& s, Tin* out, int64_t taps, int nthreads, Pla
 
 #if defined(__AVX2__)
 // 2-D bilinear sampling of float with zeros padding and at most kGsCB channels (a
-// spatial transformer's RGB images): 8 output points at a time in AVX2 registers,
+// spatial transformer's RGB images): L::kLanes output points at a time in registers,
 // coordinates, floors, weights and masks as plan_linear2 computes them and the taps by
 // masked gathers (an outside tap reads as +0, as `load` makes it), combined in `apply`'s
 // order: the same operations, so the same bits as the plan path, which the baseline build
@@ -793,57 +793,141 @@ inline bool direct_fits(const Shape& s) {
          (s.W + 1) * (s.sW < 0 ? -s.sW : s.sW) + (s.H + 1) * (s.sH < 0 ? -s.sH : s.sH) < lim;
 }
 
-// The even and odd floats of a, b (8 (first, second) pairs) as two ordered vectors.
-inline void deinterleave_pairs(__m256 a, __m256 b, __m256& even, __m256& odd) {
-  auto ordered = [](__m256 v) {  // 64-bit lanes 0, 2, 1, 3 -> 0, 1, 2, 3
-    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
-  };
-  even = ordered(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
-  odd = ordered(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
+// The operations linear2_direct needs, one struct per instruction set: V holds floats,
+// I int32s, M a lane mask.
+struct Avx2Lanes {
+  static constexpr int kLanes = 8;
+  using V = __m256;
+  using I = __m256i;
+  using M = __m256i;  // all ones or 0 per lane
+  static V set(float v) { return _mm256_set1_ps(v); }
+  static I set(int v) { return _mm256_set1_epi32(v); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I mul(I a, I b) { return _mm256_mullo_epi32(a, b); }
+  static V floor(V v) { return _mm256_floor_ps(v); }
+  static M in_range(V v, V lo, V hi) {  // lo <= v < hi, false for NaN
+    return _mm256_castps_si256(
+        _mm256_and_ps(_mm256_cmp_ps(v, lo, _CMP_GE_OQ), _mm256_cmp_ps(v, hi, _CMP_LT_OQ)));
+  }
+  static I trunc_where(M m, V f) { return _mm256_and_si256(_mm256_cvttps_epi32(f), m); }
+  static M both(M a, M b) { return _mm256_and_si256(a, b); }
+  static M gt(I a, I b) { return _mm256_cmpgt_epi32(a, b); }
+  static M first(int cnt) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static bool all(M m) { return _mm256_movemask_ps(_mm256_castsi256_ps(m)) == 0xFF; }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* dst, V r, M live, int cnt) {
+    if (cnt == kLanes) _mm256_storeu_ps(dst, r);
+    else _mm256_maskstore_ps(dst, live, r);
+  }
+  static V gather(const float* src, I o, M m) {
+    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), src, o, _mm256_castsi256_ps(m), 4);
+  }
+  // The even and odd floats of a, b (8 (first, second) pairs) as two ordered vectors.
+  static void deinterleave(V a, V b, V& even, V& odd) {
+    auto ordered = [](V v) {  // 64-bit lanes 0, 2, 1, 3 -> 0, 1, 2, 3
+      return _mm256_castpd_ps(
+          _mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
+    };
+    even = ordered(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    odd = ordered(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  // src[o] and src[o + 1] of every lane: 8-byte scalar loads, split in registers (Zen 3:
+  // faster than two gathers; on an Emerald Rapids VM the gathers were faster, 2.36 ms
+  // against 2.73 on the STN workload, but such CPUs take the AVX-512 build)
+  static void pairs_at(const float* src, I o, V& left, V& right) {
+    alignas(32) int32_t r[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(r), o);
+    auto pair = [&](int32_t k) {
+      double d;
+      std::memcpy(&d, src + r[k], sizeof d);
+      return d;
+    };
+    deinterleave(_mm256_castpd_ps(_mm256_setr_pd(pair(0), pair(1), pair(2), pair(3))),
+                 _mm256_castpd_ps(_mm256_setr_pd(pair(4), pair(5), pair(6), pair(7))), left,
+                 right);
+  }
+};
 
-inline void linear2_direct(const float* x, const float* grid, const Shape& s, bool align,
-                           float* out, int nthreads) {
+#if defined(__AVX512F__)
+struct Avx512Lanes {
+  static constexpr int kLanes = 16;
+  using V = __m512;
+  using I = __m512i;
+  using M = __mmask16;
+  static V set(float v) { return _mm512_set1_ps(v); }
+  static I set(int v) { return _mm512_set1_epi32(v); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static I add(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I mul(I a, I b) { return _mm512_mullo_epi32(a, b); }
+  static V floor(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  static M in_range(V v, V lo, V hi) {
+    return _mm512_cmp_ps_mask(v, lo, _CMP_GE_OQ) & _mm512_cmp_ps_mask(v, hi, _CMP_LT_OQ);
+  }
+  static I trunc_where(M m, V f) { return _mm512_maskz_cvttps_epi32(m, f); }
+  static M both(M a, M b) { return a & b; }
+  static M gt(I a, I b) { return _mm512_cmpgt_epi32_mask(a, b); }
+  static M first(int cnt) { return static_cast<M>((1u << cnt) - 1); }
+  static bool all(M m) { return m == 0xFFFF; }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* dst, V r, M live, int) { _mm512_mask_storeu_ps(dst, live, r); }
+  static V gather(const float* src, I o, M m) {
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, o, src, 4);
+  }
+  static void deinterleave(V a, V b, V& even, V& odd) {
+    const I e = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    even = _mm512_permutex2var_ps(a, e, b);
+    odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(e, _mm512_set1_epi32(1)), b);
+  }
+  // src[o] and src[o + 1] of every lane: two gathers of 8-byte pairs, split in registers
+  // (half the loads of 32 floats; STN workload on an Emerald Rapids VM, hot: 1.51 ms
+  // against 1.59 with a gather per tap)
+  static void pairs_at(const float* src, I o, V& left, V& right) {
+    const V a = _mm512_castpd_ps(_mm512_i32gather_pd(_mm512_castsi512_si256(o), src, 4));
+    const V b = _mm512_castpd_ps(_mm512_i32gather_pd(_mm512_extracti64x4_epi64(o, 1), src, 4));
+    deinterleave(a, b, left, right);
+  }
+};
+using DirectLanes = Avx512Lanes;
+#else
+using DirectLanes = Avx2Lanes;
+#endif
+
+template <typename L>
+void linear2_direct(const float* x, const float* grid, const Shape& s, bool align, float* out,
+                    int nthreads) {
+  using V = typename L::V;
+  using I = typename L::I;
+  using M = typename L::M;
+  constexpr int kL = L::kLanes;
   const Axis<float, true> ax(s.W, align), ay(s.H, align);
   const int64_t P = s.Ho * s.Wo;
   const int nt = threads_for(work_product(work_product(s.N * s.C, P), 4), nthreads);
-  constexpr int64_t kChunk = 4096;  // points per work item (a multiple of 8)
+  constexpr int64_t kChunk = 4096;  // points per work item (a multiple of kL)
   const int64_t cpi = (P + kChunk - 1) / kChunk, items = s.N * cpi;
-  const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
-  const __m256 sx = _mm256_set1_ps(ax.scale), sy = _mm256_set1_ps(ay.scale);
-  const __m256 wlim = _mm256_set1_ps(static_cast<float>(s.W)),
-               hlim = _mm256_set1_ps(static_cast<float>(s.H)),
-               mone = _mm256_set1_ps(-1.0f);
-  const __m256i iw = _mm256_set1_epi32(static_cast<int>(s.W)),
-                ih = _mm256_set1_epi32(static_cast<int>(s.H)),
-                isw = _mm256_set1_epi32(static_cast<int>(s.sW)),
-                ish = _mm256_set1_epi32(static_cast<int>(s.sH)),
-                ione = _mm256_set1_epi32(1);
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const V one = L::set(1.0f), half = L::set(0.5f), mone = L::set(-1.0f);
+  const V sx = L::set(ax.scale), sy = L::set(ay.scale);
+  const V wlim = L::set(static_cast<float>(s.W)), hlim = L::set(static_cast<float>(s.H));
+  const I iw = L::set(static_cast<int>(s.W)), ih = L::set(static_cast<int>(s.H)),
+          isw = L::set(static_cast<int>(s.sW)), ish = L::set(static_cast<int>(s.sH)),
+          ione = L::set(1), imone = L::set(-1);
   const bool paired = s.gW == 2 && s.gK == 1;  // (x, y) pairs contiguous along a row
   // One axis: unnormalized coordinate v, floor f, tap index i0 (0 where v is outside
   // [-1, size) or NaN: both masks 0 then), masks of taps i0 and i0 + 1.
-  auto axis = [&](__m256 g, __m256 scale, __m256 lim, __m256i isize, __m256& v, __m256& f,
-                  __m256i& i0, __m256i& m0, __m256i& m1) {
-    v = _mm256_mul_ps(_mm256_add_ps(g, one), scale);
-    if (!align) v = _mm256_sub_ps(v, half);
-    f = _mm256_floor_ps(v);
-    const __m256i in = _mm256_castps_si256(_mm256_and_ps(
-        _mm256_cmp_ps(v, mone, _CMP_GE_OQ), _mm256_cmp_ps(v, lim, _CMP_LT_OQ)));
-    i0 = _mm256_and_si256(_mm256_cvttps_epi32(f), in);
-    const __m256i i1 = _mm256_add_epi32(i0, ione);
-    m0 = _mm256_and_si256(in, _mm256_cmpgt_epi32(i0, _mm256_set1_epi32(-1)));
-    m1 = _mm256_and_si256(in, _mm256_cmpgt_epi32(isize, i1));  // i1 >= 0 when in
-  };
-  // apply's order: ((v0 * w0 + v1 * w1) + v2 * w2) + v3 * w3
-  auto combine = [](__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 w0, __m256 w1,
-                    __m256 w2, __m256 w3, float* dst, int cnt, __m256i live) {
-    const __m256 r = _mm256_add_ps(
-        _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(v0, w0), _mm256_mul_ps(v1, w1)),
-                      _mm256_mul_ps(v2, w2)),
-        _mm256_mul_ps(v3, w3));
-    if (cnt == 8) _mm256_storeu_ps(dst, r);
-    else _mm256_maskstore_ps(dst, live, r);
+  auto axis = [&](V g, V scale, V lim, I isize, V& v, V& f, I& i0, M& m0, M& m1) {
+    v = L::mul(L::add(g, one), scale);
+    if (!align) v = L::sub(v, half);
+    f = L::floor(v);
+    const M in = L::in_range(v, mone, lim);
+    i0 = L::trunc_where(in, f);
+    m0 = L::both(in, L::gt(i0, imone));
+    m1 = L::both(in, L::gt(isize, L::add(i0, ione)));  // i0 + 1 >= 0 when in
   };
   parallel_for(items, 1, nt, [&](int64_t lo, int64_t hi, int) {
     for (int64_t item = lo; item < hi; ++item) {
@@ -852,80 +936,62 @@ inline void linear2_direct(const float* x, const float* grid, const Shape& s, bo
       const float* xn = x + n * s.sN;
       float* on = out + n * s.C * P;
       GridWalk<float> gw(grid, s, n, p0);
-      for (int64_t p = p0; p < p1; p += 8) {
-        const int cnt = static_cast<int>(std::min<int64_t>(8, p1 - p));
-        __m256 GX, GY;
-        if (cnt == 8 && paired && gw.w + 8 <= s.Wo) {
-          // 8 (x, y) pairs of one grid row: two loads, de-interleaved in registers (a
-          // store of 8 scalars then a vector load stalled on store forwarding)
+      for (int64_t p = p0; p < p1; p += kL) {
+        const int cnt = static_cast<int>(std::min<int64_t>(kL, p1 - p));
+        V GX, GY;
+        if (cnt == kL && paired && gw.w + kL <= s.Wo) {
+          // the (x, y) pairs of one grid row: two loads, de-interleaved in registers (a
+          // store of scalars then a vector load stalled on store forwarding)
           const float* q = gw.at();
-          deinterleave_pairs(_mm256_loadu_ps(q), _mm256_loadu_ps(q + 8), GX, GY);
-          for (int k = 0; k < 8; ++k) gw.next();
+          L::deinterleave(L::load(q), L::load(q + kL), GX, GY);
+          for (int k = 0; k < kL; ++k) gw.next();
         } else {
-          float tx[8] = {}, ty[8] = {};
+          float tx[kL] = {}, ty[kL] = {};
           for (int k = 0; k < cnt; ++k, gw.next()) {
             tx[k] = gw.at()[0];
             ty[k] = gw.at()[s.gK];
           }
-          GX = _mm256_loadu_ps(tx);
-          GY = _mm256_loadu_ps(ty);
+          GX = L::load(tx);
+          GY = L::load(ty);
         }
-        const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), lane);
-        __m256 X, FX, Y, FY;
-        __m256i ix, mx0, mx1, iy, my0, my1;
+        const M live = L::first(cnt);
+        V X, FX, Y, FY;
+        I ix, iy;
+        M mx0, mx1, my0, my1;
         axis(GX, sx, wlim, iw, X, FX, ix, mx0, mx1);
         axis(GY, sy, hlim, ih, Y, FY, iy, my0, my1);
-        my0 = _mm256_and_si256(my0, live);
-        my1 = _mm256_and_si256(my1, live);
+        my0 = L::both(my0, live);
+        my1 = L::both(my1, live);
         // torch: w = x - x_w, e = 1 - w, n = y - y_n, s = 1 - n; nw = s * e ...
-        const __m256 wx = _mm256_sub_ps(X, FX), ex = _mm256_sub_ps(one, wx);
-        const __m256 ny = _mm256_sub_ps(Y, FY), sy_ = _mm256_sub_ps(one, ny);
-        const __m256 w0 = _mm256_mul_ps(sy_, ex), w1 = _mm256_mul_ps(sy_, wx);
-        const __m256 w2 = _mm256_mul_ps(ny, ex), w3 = _mm256_mul_ps(ny, wx);
-        const __m256i o0 = _mm256_add_epi32(_mm256_mullo_epi32(iy, ish),
-                                            _mm256_mullo_epi32(ix, isw));
-        const __m256i o1 = _mm256_add_epi32(o0, isw), o2 = _mm256_add_epi32(o0, ish),
-                      o3 = _mm256_add_epi32(o2, isw);
-        const __m256 k0 = _mm256_castsi256_ps(_mm256_and_si256(my0, mx0));
-        const __m256 k1 = _mm256_castsi256_ps(_mm256_and_si256(my0, mx1));
-        const __m256 k2 = _mm256_castsi256_ps(_mm256_and_si256(my1, mx0));
-        const __m256 k3 = _mm256_castsi256_ps(_mm256_and_si256(my1, mx1));
-        const __m256 all4 = _mm256_and_ps(_mm256_and_ps(k0, k1), _mm256_and_ps(k2, k3));
-        if (s.sW == 1 && _mm256_movemask_ps(all4) == 0xFF) {
-          // every tap inside, nw/ne and sw/se adjacent: 8-byte pair loads, split in
-          // registers (half the loads of one tap at a time)
-          alignas(32) int32_t r0[8], r1[8];
-          _mm256_store_si256(reinterpret_cast<__m256i*>(r0), o0);
-          _mm256_store_si256(reinterpret_cast<__m256i*>(r1), o2);
+        const V wx = L::sub(X, FX), ex = L::sub(one, wx);
+        const V ny = L::sub(Y, FY), sy_ = L::sub(one, ny);
+        const V w0 = L::mul(sy_, ex), w1 = L::mul(sy_, wx);
+        const V w2 = L::mul(ny, ex), w3 = L::mul(ny, wx);
+        const I o0 = L::add(L::mul(iy, ish), L::mul(ix, isw));
+        const I o1 = L::add(o0, isw), o2 = L::add(o0, ish), o3 = L::add(o2, isw);
+        const M k0 = L::both(my0, mx0), k1 = L::both(my0, mx1);
+        const M k2 = L::both(my1, mx0), k3 = L::both(my1, mx1);
+        // apply's order: ((v0 * w0 + v1 * w1) + v2 * w2) + v3 * w3
+        auto combine = [&](V v0, V v1, V v2, V v3, float* dst) {
+          const V r = L::add(L::add(L::add(L::mul(v0, w0), L::mul(v1, w1)), L::mul(v2, w2)),
+                             L::mul(v3, w3));
+          L::store(dst, r, live, cnt);
+        };
+        if (s.sW == 1 && L::all(L::both(L::both(k0, k1), L::both(k2, k3)))) {
+          // every tap inside, nw/ne and sw/se adjacent: loaded as pairs
           for (int64_t c = 0; c < s.C; ++c) {
             const float* src = xn + c * s.sC;
-            auto pair = [&](int32_t o) {
-              double d;
-              std::memcpy(&d, src + o, sizeof d);
-              return d;
-            };
-            auto split = [&](const int32_t* r, __m256& left, __m256& right) {
-              deinterleave_pairs(
-                  _mm256_castpd_ps(_mm256_setr_pd(pair(r[0]), pair(r[1]), pair(r[2]), pair(r[3]))),
-                  _mm256_castpd_ps(_mm256_setr_pd(pair(r[4]), pair(r[5]), pair(r[6]), pair(r[7]))),
-                  left, right);
-            };
-            __m256 v0, v1, v2, v3;
-            split(r0, v0, v1);
-            split(r1, v2, v3);
-            combine(v0, v1, v2, v3, w0, w1, w2, w3, on + c * P + p, cnt, live);
+            V v0, v1, v2, v3;
+            L::pairs_at(src, o0, v0, v1);
+            L::pairs_at(src, o2, v2, v3);
+            combine(v0, v1, v2, v3, on + c * P + p);
           }
           continue;
         }
-        // an outside tap is gathered as +0 (masked), as `load` makes it
-        const __m256 zero = _mm256_setzero_ps();
-        for (int64_t c = 0; c < s.C; ++c) {
+        for (int64_t c = 0; c < s.C; ++c) {  // an outside tap is gathered as +0
           const float* src = xn + c * s.sC;
-          const __m256 v0 = _mm256_mask_i32gather_ps(zero, src, o0, k0, 4);
-          const __m256 v1 = _mm256_mask_i32gather_ps(zero, src, o1, k1, 4);
-          const __m256 v2 = _mm256_mask_i32gather_ps(zero, src, o2, k2, 4);
-          const __m256 v3 = _mm256_mask_i32gather_ps(zero, src, o3, k3, 4);
-          combine(v0, v1, v2, v3, w0, w1, w2, w3, on + c * P + p, cnt, live);
+          combine(L::gather(src, o0, k0), L::gather(src, o1, k1), L::gather(src, o2, k2),
+                  L::gather(src, o3, k3), on + c * P + p);
         }
       }
     }
@@ -948,7 +1014,7 @@ void grid_sample(const Tin* x, const T* grid, const gs::Shape& s, int rank, int 
 #if defined(__AVX2__)
     if constexpr (std::is_same<Tin, float>::value && std::is_same<T, float>::value)
       if (mode == kBilinear && pad == kZeros && direct_fits(s)) {
-        linear2_direct(x, grid, s, align, out, nthreads);
+        linear2_direct<DirectLanes>(x, grid, s, align, out, nthreads);
         return;
       }
 #endif
