@@ -43,21 +43,31 @@ families = [m.name for m in pkgutil.iter_modules(importlib.import_module("fastop
             if not m.ispkg and not m.name.startswith("_")]
 
 
+def built(root, name):
+    """The extension file of module ``name`` built in checkout root, or None."""
+    base = os.path.join(root, *name.split("."))
+    return next((base + sfx for sfx in importlib.machinery.EXTENSION_SUFFIXES
+                 if os.path.exists(base + sfx)), None)
+
+
 def load(root):
-    """{family: the module this machine's dispatch would use, from checkout root}."""
+    """{family: the module this machine's dispatch would use in checkout root}: the newest
+    SIMD build there at or below this machine's target (the rule of
+    _dispatch.module_for, applied to root's files: a family that gained a SIMD build
+    since root runs root's older build), else the baseline module."""
+    target = _dispatch.simd_target()
+    order = [f"fastops._cpu.{subdir}." for t, subdir, _ in _dispatch.SIMD_BUILDS
+             if _dispatch._SIMD_ORDER.index(t) <= _dispatch._SIMD_ORDER.index(target)]
     mods = {}
     for fam in families:
-        name = _dispatch.cpu_module(fam)
-        base = os.path.join(root, *name.split("."))
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            if os.path.exists(base + suffix):
-                spec = importlib.util.spec_from_file_location(name, base + suffix)
-                mod = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(mod)
-                mods[fam] = mod
-                break
-        else:
-            raise SystemExit(f"{root}: no built {name} (python setup.py build_ext --inplace)")
+        name, path = next(((p + fam, built(root, p + fam)) for p in order + ["fastops._cpu."]
+                           if built(root, p + fam)), (None, None))
+        if path is None:
+            raise SystemExit(f"{root}: no built fastops._cpu.{fam} "
+                             "(python setup.py build_ext --inplace)")
+        spec = importlib.util.spec_from_file_location(name, path)
+        mods[fam] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mods[fam])
     return mods
 
 
