@@ -206,16 +206,21 @@ def simd_target():
     return "baseline"
 
 
-def module_for(target, family):
+def module_for(target, family, built=None):
     """The CPU kernel module of ``family`` under ``target`` ("baseline", "x86-64-v3",
     "x86-64-v4"): the newest SIMD build of it at or below the target that setup.py made
     (fastops._cpu.avx512.<family>, fastops._cpu.avx2.<family>; only the families that
-    pay are built), else fastops._cpu.<family>.  Every build gives the same bits."""
+    pay are built), else fastops._cpu.<family>.  Every build gives the same bits.
+    ``built(module name)`` says whether a build exists (default: in this installation;
+    scripts/checkout_ab.py asks another checkout's files)."""
+    if built is None:
+        def built(name):
+            return importlib.util.find_spec(name) is not None
     allowed = _SIMD_ORDER.index(target)
     for t, subdir, _ in SIMD_BUILDS:
         if _SIMD_ORDER.index(t) <= allowed:
             name = f"fastops._cpu.{subdir}.{family}"
-            if importlib.util.find_spec(name) is not None:
+            if built(name):
                 return name
     return "fastops._cpu." + family
 

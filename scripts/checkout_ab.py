@@ -51,20 +51,16 @@ def built(root, name):
 
 
 def load(root):
-    """{family: the module this machine's dispatch would use in checkout root}: the newest
-    SIMD build there at or below this machine's target (the rule of
-    _dispatch.module_for, applied to root's files: a family that gained a SIMD build
-    since root runs root's older build), else the baseline module."""
-    target = _dispatch.simd_target()
-    order = [f"fastops._cpu.{subdir}." for t, subdir, _ in _dispatch.SIMD_BUILDS
-             if _dispatch._SIMD_ORDER.index(t) <= _dispatch._SIMD_ORDER.index(target)]
+    """{family: the module this machine's dispatch would use in checkout root}
+    (_dispatch.module_for asking root's files: a family that gained a SIMD build since
+    root runs root's older build)."""
     mods = {}
     for fam in families:
-        name, path = next(((p + fam, built(root, p + fam)) for p in order + ["fastops._cpu."]
-                           if built(root, p + fam)), (None, None))
+        name = _dispatch.module_for(_dispatch.simd_target(), fam,
+                                    built=lambda n: built(root, n) is not None)
+        path = built(root, name)
         if path is None:
-            raise SystemExit(f"{root}: no built fastops._cpu.{fam} "
-                             "(python setup.py build_ext --inplace)")
+            raise SystemExit(f"{root}: no built {name} (python setup.py build_ext --inplace)")
         spec = importlib.util.spec_from_file_location(name, path)
         mods[fam] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mods[fam])

@@ -72,16 +72,16 @@ def workloads():
         g3.reshape(-1)[3::31] = 1.0
         g3.reshape(-1)[9::37] = -1.0
         g3.reshape(-1)[11::41] = 1e30
+        ys, xs = np.meshgrid(np.linspace(-0.95, 0.9, 19), np.linspace(-0.9, 1.0, 45),
+                             indexing="ij")
+        smooth = np.stack([0.9 * xs - 0.15 * ys, 0.15 * xs + 0.9 * ys], -1)
+        smooth = np.broadcast_to(smooth, (2, 19, 45, 2)).astype(dt)
         for ac in (False, True) if dt == np.float32 else ():
             for name, xv in (("C3", x[:, :3]), ("C1 strided", x[:, 1:2, ::2]),
                              ("C4 flipped", x[:, 2:, ::-1, ::-1])):
                 calls[f"grid_sample {n} bilinear zeros {ac} {name}"] = (
                     lambda xv=xv, g=g3, a=ac: fastops.grid_sample(
                         xv, g, mode="bilinear", padding_mode="zeros", align_corners=a))
-            ys, xs = np.meshgrid(np.linspace(-0.95, 0.9, 19), np.linspace(-0.9, 1.0, 45),
-                                 indexing="ij")
-            smooth = np.stack([0.9 * xs - 0.15 * ys, 0.15 * xs + 0.9 * ys], -1)
-            smooth = np.broadcast_to(smooth, (2, 19, 45, 2)).astype(dt)
             calls[f"grid_sample {n} bilinear zeros {ac} smooth"] = (
                 lambda x3=x[:, :3], g=smooth, a=ac: fastops.grid_sample(
                     x3, g, mode="bilinear", padding_mode="zeros", align_corners=a))
