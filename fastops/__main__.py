@@ -125,12 +125,14 @@ def measure(wl, impls, repeats, missing, hot=False):
     fns = {}
     for impl in impls:
         try:
-            fns[impl] = wl.prepare(impl)
-            fns[impl]()                               # warm-up
+            fn = wl.prepare(impl)
+            fn()          # warm-up; a peer may only refuse here (torch CUDA: no uint8 bilinear)
         except PeerMissing as exc:
             missing[impl] = exc.module
+            continue
         except NotImplementedError:
             continue
+        fns[impl] = fn
     if not fns:     # e.g. the ONNX model workloads without torchvision (it exports them)
         return {}
     warmup = HOT_WARMUP if hot and wl.hot_ok else 0

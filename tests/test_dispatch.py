@@ -346,6 +346,30 @@ def test_bench_measure_skips_a_workload_nobody_can_run():
         assert missing == {"fastops": "torchvision", "onnxruntime": "torchvision"}
 
 
+def test_bench_measure_drops_a_peer_that_refuses_on_its_first_call():
+    """A peer that prepares but raises NotImplementedError when called (torch CUDA has no
+    uint8 bilinear interpolate) has no such op: no row, and the others are still timed.
+    It used to stay in the timed set and crash the run on its next call (the first GPU
+    bench, on an H200)."""
+    from fastops.__main__ import measure
+
+    class Refusing:
+        hot_ok = True
+        calls = 1
+
+        def prepare(self, impl):
+            if impl == "torch-cuda":
+                def refuse():
+                    raise NotImplementedError("not implemented for 'Byte'")
+                return refuse
+            return lambda: None
+
+    for hot in (False, True):
+        missing = {}
+        got = measure(Refusing(), ("fastops-gpu", "torch-cuda"), 2, missing, hot=hot)
+        assert set(got) == {"fastops-gpu"} and missing == {}
+
+
 def test_public_functions_are_typed():
     """py.typed ships, and every public function annotates its arguments and result, so
     editors and type checkers see the signatures (a new op must too)."""
