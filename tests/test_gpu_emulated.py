@@ -144,6 +144,7 @@ def test_cum_few_long_rows_split(cp, dtype, monkeypatch):
     monkeypatch.setattr(gsel, "_CUM_SPLIT_MIN_LEN", 16)
     monkeypatch.setattr(gsel, "_COL_SPLIT_THREADS", 64)
     monkeypatch.setattr(gsel, "_COL_SPLIT_MIN_LEN", 16)
+    monkeypatch.setattr(gsel, "_COL_SPLIT_MIN_N", 16)
     rng = np.random.default_rng(17)
     x = sample((3, 1001), dtype, rng=rng, ties=True, specials=dtype == "float32")
     lo = np.iinfo(dtype).min if dtype != "float32" else -np.inf

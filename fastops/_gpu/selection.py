@@ -25,8 +25,10 @@ VARIANTS = [_key_defines(d) for d in _REAL] + [{"U": CTYPE[w]} for w in _WORDS]
 # _SPLIT_MIN_LEN long and 4k), k are selected per chunk, then k of the chunk winners: the
 # CPU's exact two-stage selection (selection.hpp topk_impl).  The chunk winners come in
 # index order (sorted=False), so a tie in the second stage goes to the lower candidate,
-# which is the lower index.  (Thresholds from the kernel's structure; not yet measured on
-# a GPU: issue 12.)
+# which is the lower index.  Measured on an H200 (scripts/gpu_sweep.py, 2026-12-04), the
+# split against one block per row: (1, 16M) k=10 1.4 against 342 ms, (64, 1M) 4.0
+# against 22, (200, 256k) 4.3 against 6.0 (k=1000 alike).  torch.topk is still 3-4x
+# faster on these (docs/performance.md, GPU).
 _SPLIT_BLOCKS = 1024
 _SPLIT_MIN_LEN = 1 << 14
 
@@ -69,13 +71,15 @@ def topk(x, k, largest, sorted, values, indices):
 
 
 # Short rows: one warp per row (topk_warp) when the row fits kWarpKeys = 8 keys a lane
-# and k <= 32 (one winner a lane); 8 rows per 256-thread block.  (From the kernel's
-# structure; not yet measured on a GPU: issue 12.)
+# and k <= 32 (one winner a lane); 8 rows per 256-thread block.  On an H200, (200k, 64)
+# took 0.12 / 0.68 / 2.1 ms for k = 1 / 10 / 32 against topk_rows' 2.8 / 3.3 / 3.5
+# (scripts/gpu_sweep.py; its k passes make large k slow: torch takes 0.47-0.76).
 _WARP_MAX_N = 32 * 8
 _WARP_MAX_K = 32
 
 # Longer rows: topk_rows keeps its P = next power of two >= k winners in shared memory
-# up to this P (see _topk_rows).
+# up to this P (see _topk_rows); (1000, 100k) with k = 256..2048 took 0.96-0.98 of the
+# global-scratch path on an H200.
 _SMEM_MAX_P = 2048
 
 
@@ -142,26 +146,31 @@ def _sort_winners(keys, shape, values, indices):
 # the chunks (cum_combine is associative: the whole row's scan bit for bit, as
 # fastops.dask relies on), then each chunk's scan from its carry.  The first chunk gets a
 # carry every element beats (-inf / the integer minimum for max; ties and NaN take the
-# new element).  Reads x twice, against once, to use the whole GPU.  (Thresholds from
-# the kernel's structure; not yet measured on a GPU: issue 12.)
+# new element).  Reads x twice, against once, to use the whole GPU.  Only below
+# _SPLIT_BLOCKS // 8 rows: on an H200 (132 SMs; scripts/gpu_sweep.py, 2026-12-04) 64
+# rows of 1M took 2.4 ms split against 7.1, but 200 rows of 256k took 2.17 against 1.99.
 _CUM_SPLIT_MIN_LEN = 1 << 15
 
 
 # Few columns (an outer axis, inner > 1): the column kernel runs one thread per column,
 # so (4096, 4096) along axis 0 starts 4096 threads.  Columns are cut into chunks the same
 # way (about _COL_SPLIT_THREADS threads in all, each chunk at least _COL_SPLIT_MIN_LEN
-# long).
+# long), when the columns are at least _COL_SPLIT_MIN_N long: the split's three passes
+# and their CuPy glue cost about 0.9 ms on an H200 whatever the size, and the column
+# kernel takes 0.2-0.4 us a step (H200, scripts/gpu_sweep.py, 2026-12-04: (4096, 4096)
+# along axis 0 0.90 ms split against 1.69, (1024, 1024) 0.89 against 0.21).
 _COL_SPLIT_THREADS = 1 << 18
 _COL_SPLIT_MIN_LEN = 256
+_COL_SPLIT_MIN_N = 4096
 
 
 def cumext(x, is_max, values, indices):
     """Running max (is_max) or min along axis 1 of a non-empty (outer, n, inner) view."""
     outer, n, inner = x.shape
     chunks = 1
-    if inner == 1 and outer < _SPLIT_BLOCKS // 4:
+    if inner == 1 and outer < _SPLIT_BLOCKS // 8:
         chunks = min(_SPLIT_BLOCKS // outer, n // _CUM_SPLIT_MIN_LEN)
-    elif inner > 1 and outer * inner < _COL_SPLIT_THREADS // 4:
+    elif inner > 1 and outer * inner < _COL_SPLIT_THREADS // 4 and n >= _COL_SPLIT_MIN_N:
         chunks = min(_COL_SPLIT_THREADS // (outer * inner), n // _COL_SPLIT_MIN_LEN)
     if chunks < 2:
         _scan(x, is_max, None, None, 0, False, values, indices)
