@@ -1,0 +1,142 @@
+"""Sweep the GPU launchers' size thresholds on a real GPU (run by scripts/gpu_check.sh).
+
+fastops/_gpu/selection.py picks a kernel by thresholds taken from the kernels' structure:
+split few long rows into chunks (_SPLIT_BLOCKS, _SPLIT_MIN_LEN, _CUM_SPLIT_MIN_LEN), split
+few columns (_COL_SPLIT_THREADS), one warp per short row (_WARP_MAX_N, _WARP_MAX_K), the
+winners in shared memory (_SMEM_MAX_P).  For shapes on each side of a threshold this
+times the path the launcher picks against the one the threshold turns off (the module
+constant patched for that call), checks both give the same bits, and prints torch's
+time beside them.  Median of 7 batches of synchronized calls, in ms.
+
+    python scripts/gpu_sweep.py
+"""
+import contextlib
+import time
+
+import cupy
+import numpy as np
+
+import fastops
+from fastops._gpu import selection as sel
+
+
+@contextlib.contextmanager
+def patched(**values):
+    old = {k: getattr(sel, k) for k in values}
+    for k, v in values.items():
+        setattr(sel, k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(sel, k, v)
+
+
+def ms(fn, batches=7):
+    fn()
+    cupy.cuda.get_current_stream().synchronize()
+    t0 = time.perf_counter()
+    fn()
+    cupy.cuda.get_current_stream().synchronize()
+    calls = max(1, min(200, int(0.02 / max(time.perf_counter() - t0, 1e-6))))
+    out = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        cupy.cuda.get_current_stream().synchronize()
+        out.append((time.perf_counter() - t0) / calls)
+    return 1e3 * float(np.median(out))
+
+
+def torch_ms(fn):
+    try:
+        import torch
+    except ImportError:
+        return float("nan")
+    if not torch.cuda.is_available():
+        return float("nan")
+
+    def call():
+        fn(torch)
+        torch.cuda.synchronize()
+    return ms(call)
+
+
+def same(a, b):
+    return all(bool((x == y).all()) or (x.dtype.kind == "f" and bool(
+        ((x == y) | (cupy.isnan(x) & cupy.isnan(y))).all())) for x, y in zip(a, b))
+
+
+def compare(label, call, off, torch_call=None):
+    """call(): the launcher's own choice; under patched(**off) the other path."""
+    picked = call()
+    with patched(**off):
+        other = call()
+        t_other = ms(call)
+    t_picked = ms(call)
+    t_torch = torch_ms(torch_call) if torch_call else float("nan")
+    print(f"{label:<52}{t_picked:>10.4f}{t_other:>10.4f}{t_picked / t_other:>8.2f}"
+          f"{t_torch:>10.4f}   {'same' if same(picked, other) else 'DIFFERENT'}", flush=True)
+
+
+# the shapes swept (module-level so that a smoke run can shrink them)
+TOPK_SPLIT = [(1, 1 << 24), (1, 1 << 20), (8, 1 << 22), (64, 1 << 20), (200, 1 << 18)]
+TOPK_SPLIT_K = (10, 1000)
+TOPK_WARP = [(200_000, n) for n in (32, 64, 256)]
+TOPK_WARP_K = (1, 5, 10, 32)
+TOPK_SMEM = (1000, 100_000)
+TOPK_SMEM_K = (256, 1024, 2048)
+CUM_SPLIT = [(1, 1 << 24), (8, 1 << 22), (64, 1 << 20), (200, 1 << 18)]
+CUM_COLS = [(4096, 4096), (1 << 16, 64), (1 << 20, 16), (1024, 1024)]
+
+
+def main():
+    rng = np.random.default_rng(0)
+    print(f"{'shape (launcher choice vs the path turned off)':<52}{'chosen':>10}{'other':>10}"
+          f"{'ratio':>8}{'torch':>10}")
+
+    def topk_case(shape, k, off, sorted=True, dtype=np.float32):
+        x = cupy.asarray(rng.standard_normal(shape).astype(dtype))
+        tx = None
+
+        def torch_call(torch):
+            nonlocal tx
+            if tx is None:
+                tx = torch.as_tensor(x, device="cuda")
+            return torch.topk(tx, k, dim=-1, sorted=sorted)
+        compare(f"topk {shape} k={k} sorted={sorted} vs {','.join(off)}",
+                lambda: fastops.topk(x, k, axis=-1, sorted=sorted), off, torch_call)
+
+    # few long rows: split into chunks, or one block per row
+    for shape in TOPK_SPLIT:
+        for k in TOPK_SPLIT_K:
+            topk_case(shape, k, {"_SPLIT_BLOCKS": 0})
+    # short rows: one warp per row, or topk_rows' block per row
+    for shape in TOPK_WARP:
+        for k in TOPK_WARP_K:
+            topk_case(shape, k, {"_WARP_MAX_N": 0})
+    # the winners in shared memory, or global scratch and a device sort
+    for k in TOPK_SMEM_K:
+        topk_case(TOPK_SMEM, k, {"_SMEM_MAX_P": 0})
+
+    def cum_case(shape, axis, off):
+        x = cupy.asarray(rng.standard_normal(shape).astype(np.float32))
+        tx = None
+
+        def torch_call(torch):
+            nonlocal tx
+            if tx is None:
+                tx = torch.as_tensor(x, device="cuda")
+            return torch.cummax(tx, dim=axis)
+        compare(f"cummax {shape} axis={axis} vs {','.join(off)}",
+                lambda: fastops.cummax(x, axis=axis), off, torch_call)
+
+    for shape in CUM_SPLIT:
+        cum_case(shape, 1, {"_SPLIT_BLOCKS": 0})
+    for shape in CUM_COLS:
+        cum_case(shape, 0, {"_COL_SPLIT_THREADS": 0})
+
+
+if __name__ == "__main__":
+    main()
