@@ -4,8 +4,8 @@ fastops/_gpu/selection.py picks a kernel by thresholds taken from the kernels' s
 split few long rows into chunks (_SPLIT_BLOCKS, _SPLIT_MIN_LEN, _CUM_SPLIT_MIN_LEN), split
 few columns (_COL_SPLIT_THREADS), one warp per short row (_WARP_MAX_N, _WARP_MAX_K), the
 winners in shared memory (_SMEM_MAX_P).  For shapes on each side of a threshold this
-times the path the launcher picks against the one the threshold turns off (the module
-constant patched for that call), checks both give the same bits, and prints torch's
+times the path the launcher picks against the other one (a module constant
+patched for that call), checks both give the same bits, and prints torch's
 time beside them.  Median of 7 batches of synchronized calls, in ms.
 
     python scripts/gpu_sweep.py
@@ -87,13 +87,20 @@ TOPK_WARP = [(200_000, n) for n in (32, 64, 256)]
 TOPK_WARP_K = (1, 5, 10, 32)
 TOPK_SMEM = (1000, 100_000)
 TOPK_SMEM_K = (256, 1024, 2048)
-CUM_SPLIT = [(1, 1 << 24), (8, 1 << 22), (64, 1 << 20), (200, 1 << 18)]
-CUM_COLS = [(4096, 4096), (1 << 16, 64), (1 << 20, 16), (1024, 1024)]
+# (shape, the patch that gives the other path): split rows below _SPLIT_BLOCKS // 8
+# rows, columns when at least _COL_SPLIT_MIN_N long
+SPLIT_OFF, SPLIT_ON = {"_SPLIT_BLOCKS": 0}, {"_SPLIT_BLOCKS": 2048}
+COLS_OFF, COLS_ON = {"_COL_SPLIT_THREADS": 0}, {"_COL_SPLIT_MIN_N": 0}
+CUM_SPLIT = [((1, 1 << 24), SPLIT_OFF), ((8, 1 << 22), SPLIT_OFF), ((64, 1 << 20), SPLIT_OFF),
+             ((100, 1 << 18), SPLIT_OFF), ((150, 1 << 18), SPLIT_ON),
+             ((200, 1 << 18), SPLIT_ON)]
+CUM_COLS = [((4096, 4096), COLS_OFF), ((1 << 16, 64), COLS_OFF), ((1 << 20, 16), COLS_OFF),
+            ((1024, 1024), COLS_ON), ((2048, 2048), COLS_ON), ((2048, 8192), COLS_ON)]
 
 
 def main():
     rng = np.random.default_rng(0)
-    print(f"{'shape (launcher choice vs the path turned off)':<52}{'chosen':>10}{'other':>10}"
+    print(f"{'shape (the launcher choice vs the other path)':<52}{'chosen':>10}{'other':>10}"
           f"{'ratio':>8}{'torch':>10}")
 
     def topk_case(shape, k, off, sorted=True, dtype=np.float32):
@@ -129,13 +136,13 @@ def main():
             if tx is None:
                 tx = torch.as_tensor(x, device="cuda")
             return torch.cummax(tx, dim=axis)
-        compare(f"cummax {shape} axis={axis} vs {','.join(off)}",
+        compare(f"cummax {shape} axis={axis} vs {off}",
                 lambda: fastops.cummax(x, axis=axis), off, torch_call)
 
-    for shape in CUM_SPLIT:
-        cum_case(shape, 1, {"_SPLIT_BLOCKS": 0})
-    for shape in CUM_COLS:
-        cum_case(shape, 0, {"_COL_SPLIT_THREADS": 0})
+    for shape, other in CUM_SPLIT:
+        cum_case(shape, 1, other)
+    for shape, other in CUM_COLS:
+        cum_case(shape, 0, other)
 
 
 if __name__ == "__main__":
