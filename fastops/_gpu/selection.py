@@ -147,8 +147,9 @@ def _sort_winners(keys, shape, values, indices):
 # fastops.dask relies on), then each chunk's scan from its carry.  The first chunk gets a
 # carry every element beats (-inf / the integer minimum for max; ties and NaN take the
 # new element).  Reads x twice, against once, to use the whole GPU.  Only below
-# _SPLIT_BLOCKS // 8 rows: on an H200 (132 SMs; scripts/gpu_sweep.py, 2026-12-04) 64
-# rows of 1M took 2.4 ms split against 7.1, but 200 rows of 256k took 2.17 against 1.99.
+# _SPLIT_BLOCKS // 8 rows: on an H200 (132 SMs; scripts/gpu_sweep.py, 2026-12-04) rows
+# of 256k took 1.10 ms split against 1.73 at 100 rows, 1.93 against 1.47 at 150 and
+# 1.95-2.17 against 1.86-1.99 at 200; 64 rows of 1M 2.4 against 6.9.
 _CUM_SPLIT_MIN_LEN = 1 << 15
 
 
@@ -156,12 +157,13 @@ _CUM_SPLIT_MIN_LEN = 1 << 15
 # so (4096, 4096) along axis 0 starts 4096 threads.  Columns are cut into chunks the same
 # way (about _COL_SPLIT_THREADS threads in all, each chunk at least _COL_SPLIT_MIN_LEN
 # long), when the columns are at least _COL_SPLIT_MIN_N long: the split's three passes
-# and their CuPy glue cost about 0.9 ms on an H200 whatever the size, and the column
-# kernel takes 0.2-0.4 us a step (H200, scripts/gpu_sweep.py, 2026-12-04: (4096, 4096)
-# along axis 0 0.90 ms split against 1.69, (1024, 1024) 0.89 against 0.21).
+# and their CuPy glue cost 0.35-0.9 ms whatever the size (the host's speed: two H200
+# machines, scripts/gpu_sweep.py, 2026-12-04), and the column kernel 0.2-0.4 us a step.
+# Along axis 0, split against not: (1024, 1024) 0.37-0.89 ms against 0.20-0.21,
+# (2048, 2048) 0.38 against 0.83, (4096, 4096) 0.35-0.90 against 1.66-1.69.
 _COL_SPLIT_THREADS = 1 << 18
 _COL_SPLIT_MIN_LEN = 256
-_COL_SPLIT_MIN_N = 4096
+_COL_SPLIT_MIN_N = 2048
 
 
 def cumext(x, is_max, values, indices):
