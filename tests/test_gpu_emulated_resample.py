@@ -110,6 +110,24 @@ def test_tables_bitwise(cp):
                         same(host(g), h)
 
 
+def test_cached_tables_are_per_device(cp):
+    """GPU tables are cached like the CPU's (fastops.resample._CACHE), per device: the
+    same resize on GPU 0, GPU 1 and GPU 0 again gives the CPU's bits each time, and the
+    second and third calls build nothing (the fake refuses a kernel argument of another
+    device, so a table shared across devices fails here)."""
+    from fastops import resample as R
+    x = _data(np.random.default_rng(4), (1, 2, 9, 11), np.float32)
+    want = resize(x, sizes=[1, 2, 5, 17], mode="cubic")
+    R._CACHE.clear()
+    for device in (0, 1, 0):
+        with cp.cuda.Device(device):
+            gx = cp.asarray(x)
+            same(host(resize(gx, sizes=[1, 2, 5, 17], mode="cubic")), want)
+    devices = sorted(k[1][0] for k in R._CACHE if k[0] == "gpu")
+    assert devices == [0, 0, 1, 1]          # (two axes a device)
+    R._CACHE.clear()
+
+
 def test_wide_antialias_and_saturation(cp):
     rng = np.random.default_rng(22)
     x = _data(rng, (1, 300), "uint8")

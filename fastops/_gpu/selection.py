@@ -27,8 +27,8 @@ VARIANTS = [_key_defines(d) for d in _REAL] + [{"U": CTYPE[w]} for w in _WORDS]
 # index order (sorted=False), so a tie in the second stage goes to the lower candidate,
 # which is the lower index.  Measured on an H200 (scripts/gpu_sweep.py, 2026-12-04), the
 # split against one block per row: (1, 16M) k=10 1.4 against 342 ms, (64, 1M) 4.0
-# against 22, (200, 256k) 4.3 against 6.0 (k=1000 alike).  torch.topk is still 3-4x
-# faster on these (docs/performance.md, GPU).
+# against 22, (200, 256k) 4.3 against 6.0 (k=1000 alike).  torch.topk is still
+# 3.9-5.5x faster on these (docs/performance.md, GPU).
 _SPLIT_BLOCKS = 1024
 _SPLIT_MIN_LEN = 1 << 14
 

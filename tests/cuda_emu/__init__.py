@@ -14,6 +14,15 @@ def available():
     return shutil.which("g++") is not None
 
 
+def _forget_gpu_tables():
+    """Drop the GPU entries of fastops.resample's table cache (device arrays, keyed by
+    device number: the fake's and a real GPU's would share keys)."""
+    from fastops import resample
+    with resample._CACHE_LOCK:
+        for key in [k for k in resample._CACHE if k[0] == "gpu"]:
+            del resample._CACHE[key]
+
+
 @contextlib.contextmanager
 def emulated_cupy():
     """Install the fake ``cupy`` and route its arrays to fastops' GPU backend; undo all
@@ -46,14 +55,18 @@ def emulated_cupy():
     if compile_before is not None:
         compile_before.cupy = fake_cupy
         compile_before._module.cache_clear()
+        compile_before._function.cache_clear()
         compile_before._target.cache_clear()
+    _forget_gpu_tables()
     try:
         yield fake_cupy
     finally:
         _dispatch.prepare = orig_prepare
         comp = sys.modules.get("fastops._gpu._compile")
+        _forget_gpu_tables()      # fake arrays must not reach a real GPU's calls
         if comp is not None:
             comp._module.cache_clear()
+            comp._function.cache_clear()
             if compile_before is None:        # imported under the fake: forget it
                 del sys.modules["fastops._gpu._compile"]
                 import fastops._gpu as gpu_pkg

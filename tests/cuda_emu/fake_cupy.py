@@ -259,6 +259,8 @@ def asnumpy(a, stream=None):
 
 # ------------------------------------------------------------------ cupy.cuda
 class _Stream:
+    ptr = 0                  # the default stream
+
     def synchronize(self):
         pass
 
