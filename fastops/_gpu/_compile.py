@@ -83,18 +83,11 @@ def _module(family, defines, device_id):
     return mod
 
 
-@functools.lru_cache(maxsize=None)
-def _function(family, defines, device_id, name):
-    # one Function per kernel: get_function asks the driver (cuModuleGetFunction) each
-    # time, and a call launches up to 7 kernels
-    return _module(family, defines, device_id).get_function(name)
-
-
 def kernel(family, name, **defines):
     """The ``extern "C"`` kernel ``name`` of kernels/<family>.cu built with ``defines``,
     for the current device."""
     key = tuple(sorted((k, str(v)) for k, v in defines.items()))
-    return _function(family, key, cupy.cuda.Device().id, name)
+    return _module(family, key, cupy.cuda.Device().id).get_function(name)
 
 
 def launch(fn, n_items, args, block=256, shared_mem=0):

@@ -55,7 +55,6 @@ def emulated_cupy():
     if compile_before is not None:
         compile_before.cupy = fake_cupy
         compile_before._module.cache_clear()
-        compile_before._function.cache_clear()
         compile_before._target.cache_clear()
     _forget_gpu_tables()
     try:
@@ -66,7 +65,6 @@ def emulated_cupy():
         _forget_gpu_tables()      # fake arrays must not reach a real GPU's calls
         if comp is not None:
             comp._module.cache_clear()
-            comp._function.cache_clear()
             if compile_before is None:        # imported under the fake: forget it
                 del sys.modules["fastops._gpu._compile"]
                 import fastops._gpu as gpu_pkg
