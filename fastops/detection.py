@@ -293,6 +293,12 @@ def _roi_check(op, xp, boxes, batch, n_images, from_rois):
     finite = xp.isfinite(boxes).all(axis=1)
     if from_rois:           # MMCV layout: the batch index is a float column
         integral = xp.isfinite(batch) & (batch == xp.floor(batch))
+        if batch.dtype == np.float32:
+            # CuPy compiles its own kernels with -ftz=true, casts included: on an H200
+            # 1e-45 == floor(1e-45) held (and so did float64(1e-45) == 0), and the kernel
+            # read image 0.  A denormal is never integral: test the bits (integer ops).
+            bits = batch.view(np.uint32)
+            integral &= ((bits & 0x7F800000) != 0) | ((bits & 0x007FFFFF) == 0)
     else:
         integral = xp.ones(batch.shape, dtype=bool)
     in_range = integral & (batch >= 0) & (batch < n_images)

@@ -673,8 +673,8 @@ def test_kernels_are_compiled_without_flush_to_zero(cp, tmp_path, monkeypatch):
     """fastops compiles with NVRTC itself (CuPy's RawModule appends -ftz=true): every
     compile asked for -ftz=false and never for -ftz=true.  An empty image cache and a
     cleared module memo force a compile whatever ran before."""
-    import sys
-    compile_mod = sys.modules["fastops._gpu._compile"]
+    import importlib
+    compile_mod = importlib.import_module("fastops._gpu._compile")   # (under the fake)
     monkeypatch.setenv("FASTOPS_KERNEL_CACHE", str(tmp_path))
     compile_mod._module.cache_clear()
     del cp.cuda.nvrtc.compiled_options[:]
@@ -693,6 +693,18 @@ def test_topk_and_cummax_on_denormals_match_the_cpu(cp):
         got, want = host(fn(cp.asarray(x), 1)), fn(x, 1)
         same(got[1], want[1])
         assert got[0].view(np.uint32).tolist() == want[0].view(np.uint32).tolist()
+
+
+def test_validation_survives_cupys_flush_to_zero(cp):
+    """The fake flushes float32 denormals in CuPy's own ops as CuPy's -ftz=true kernels do
+    (fake_cupy._ftz): validation that used them took a 1e-45 batch index for image 0 (on
+    an H200 too).  Every backend refuses it."""
+    x = np.ones((2, 1, 4, 4), np.float32)
+    for b in (1e-45, -1e-45):
+        rois = np.array([[0, 0, 0, 2, 2], [b, 0, 0, 2, 2]], np.float32)
+        for xp_x, xp_rois in ((x, rois), (cp.asarray(x), cp.asarray(rois))):
+            with pytest.raises(ValueError, match="is not an integral batch index"):
+                fastops.roi_align(xp_x, xp_rois, 2)
 
 
 def test_calls_run_on_the_device_of_their_arguments(cp):

@@ -397,6 +397,20 @@ def test_batch_index_out_of_range(xp):
         fastops.roi_align(xp.ones((0, 1, 4, 4), np.float32), xp.zeros((1, 5), np.float32), 2)
 
 
+def test_denormal_batch_index_is_not_integral(xp):
+    """A float32 batch column of +-1e-45 (a denormal) is not an integral index on either
+    backend.  CuPy compiles its own kernels with -ftz=true (its float32 -> float64 cast
+    too), so on an H200 its comparisons took the denormal for 0, that is image 0; the
+    check tests the bits."""
+    x = xp.ones((2, 1, 4, 4), np.float32)
+    tiny = np.float32(1e-45)
+    for b in (tiny, -tiny):
+        rois = np.array([[0, 0, 0, 2, 2], [b, 0, 0, 2, 2]], np.float32)
+        with pytest.raises(ValueError, match=r"rois\[1, 0\]=.*e-45 is not an integral "
+                                             r"batch index"):
+            fastops.roi_align(x, xp.asarray(rois), 2)
+
+
 @pytest.mark.parametrize("kwargs, exc, match", [
     (dict(x=np.ones((1, 4, 4), np.float32)), ValueError, "x must be 4-D"),
     (dict(x=np.ones((1, 1, 4, 4), np.int32)), TypeError, "x has dtype int32"),

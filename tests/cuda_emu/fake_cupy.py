@@ -4,6 +4,11 @@ the real CUDA sources on the CPU (cuda_emu.h + g++).  Test-only.
 * ``ndarray`` is a ``numpy.ndarray`` subclass, so a kernel pointer is the host data
   pointer.  Like CuPy it refuses to mix with plain NumPy arrays in NumPy functions and
   ufuncs (TypeError), so a launcher that hands a host array to a device op fails here too.
+* CuPy compiles its own kernels with ``-ftz=true``: float32 denormals going into or
+  coming out of its ufuncs, arithmetic reductions and casts are flushed to signed zero
+  (on an H200, ``x == 0`` and ``x.astype(float64) == 0`` held for x = 1e-45).  The fake
+  does the same (``_ftz``), so validation written with CuPy's float32 ops fails here as
+  it does on a GPU.  fastops' own kernels (-ftz=false) are not affected.
 * ``empty`` fills new memory with 0xA5 bytes (device memory is uninitialized), and
   every array this module allocates has guard bytes before and after its data that are
   checked after each kernel launch (out-of-bounds writes raise ``EmuLaunchError``).
@@ -48,6 +53,31 @@ _internal = threading.local()
 _current_device = [0]        # the device stack of `with Device(i):` blocks
 
 
+_TINY32 = _np.float32(_np.finfo(_np.float32).tiny)
+
+
+def _ftz(a):
+    """a with its float32 denormals flushed to signed zero (a plain NumPy array or scalar;
+    anything else is returned as it is)."""
+    if getattr(a, "dtype", None) != _np.float32:
+        return a
+    arr = _np.asarray(a)
+    sub = (arr != 0) & (_np.abs(arr) < _TINY32)
+    if not sub.any():
+        return a
+    flushed = _np.where(sub, _np.copysign(_np.float32(0), arr), arr).astype(_np.float32)
+    return flushed if isinstance(a, _np.ndarray) else flushed[()]
+
+
+def _ftz_result(res):
+    if isinstance(res, tuple):
+        return tuple(_ftz_result(r) for r in res)
+    if isinstance(res, _np.ndarray) and res.dtype == _np.float32 and res.ndim:
+        res[...] = _ftz(res.view(_np.ndarray))
+        return res
+    return _ftz(res)
+
+
 class ndarray(_np.ndarray):
     """Host-memory array standing in for cupy.ndarray; it belongs to the device that was
     current when it was made (two fake devices: kernels refuse arrays of another one)."""
@@ -86,12 +116,21 @@ class ndarray(_np.ndarray):
             if isinstance(a, _np.ndarray) and not isinstance(a, ndarray) and a.ndim > 0:
                 raise TypeError(f"emulated cupy: {ufunc.__name__} mixes a cupy array with a "
                                 f"numpy.ndarray (CuPy raises TypeError)")
-        base = [a.view(_np.ndarray) if isinstance(a, ndarray) else a for a in inputs]
+        base = [_ftz(a.view(_np.ndarray)) if isinstance(a, ndarray) else _ftz(a)
+                for a in inputs]
         if "out" in kwargs:
             kwargs["out"] = tuple(o.view(_np.ndarray) if isinstance(o, ndarray) else o
                                   for o in kwargs["out"])
         res = getattr(ufunc, method)(*base, **kwargs)
-        return _wrap(res)
+        return _wrap(_ftz_result(res))
+
+    def astype(self, dtype, *args, **kwargs):
+        # a cast to another dtype is a CuPy kernel: float32 denormals flushed in and out
+        # (to the same dtype it is a copy, or nothing with copy=False)
+        if _np.dtype(dtype) == self.dtype:
+            return super().astype(dtype, *args, **kwargs)
+        src = _ftz(self.view(_np.ndarray))
+        return _wrap(_ftz_result(src.astype(dtype, *args, **kwargs)))
 
     def __array_wrap__(self, arr, context=None, return_scalar=False):
         if return_scalar:
@@ -173,6 +212,8 @@ def full(shape, fill_value, dtype=None, order="C"):
 
 
 def _copy_in(src, dtype=None):
+    if isinstance(src, ndarray) and dtype is not None and _np.dtype(dtype) != src.dtype:
+        return src.astype(dtype)        # a cast on the device
     src = _np.asarray(_base(src), dtype=dtype)
     a = _alloc(src.shape, src.dtype, poison=False)
     a.view(_np.ndarray)[...] = src
@@ -203,13 +244,23 @@ def from_dlpack(obj):
     raise TypeError("emulated cupy: from_dlpack of a non-emulated array")
 
 
+# forwarded functions whose CuPy kernels do float arithmetic or comparisons (the rest
+# move data: take, where, concatenate, ...; sorts and searches run in CUB/Thrust)
+_FLUSHING = {"cumsum", "isnan", "isfinite", "floor", "argmax", "argmin", "all", "any",
+             "sum", "prod", "minimum", "maximum", "abs", "count_nonzero", "diff",
+             "logical_and", "logical_or", "logical_not"}
+
+
 def _forward(name):
     fn = getattr(_np, name)
+    flush = _ftz if name in _FLUSHING else (lambda v: v)
 
     def f(*args, **kwargs):
         _internal.ok = True
         try:
-            return _wrap(fn(*_base(args), **{k: _base(v) for k, v in kwargs.items()}))
+            res = fn(*[flush(a) for a in _base(args)],
+                     **{k: flush(_base(v)) for k, v in kwargs.items()})
+            return _wrap(_ftz_result(res) if name in _FLUSHING else res)
         finally:
             _internal.ok = False
     f.__name__ = name
