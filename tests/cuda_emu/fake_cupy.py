@@ -213,7 +213,7 @@ def full(shape, fill_value, dtype=None, order="C"):
 
 def _copy_in(src, dtype=None):
     if isinstance(src, ndarray) and dtype is not None and _np.dtype(dtype) != src.dtype:
-        return src.astype(dtype)        # a cast on the device
+        src = src.astype(dtype)         # a cast on the device (CuPy's flush)
     src = _np.asarray(_base(src), dtype=dtype)
     a = _alloc(src.shape, src.dtype, poison=False)
     a.view(_np.ndarray)[...] = src
