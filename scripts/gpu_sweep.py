@@ -95,7 +95,7 @@ CUM_SPLIT = [((1, 1 << 24), SPLIT_OFF), ((8, 1 << 22), SPLIT_OFF), ((64, 1 << 20
              ((100, 1 << 18), SPLIT_OFF), ((150, 1 << 18), SPLIT_ON),
              ((200, 1 << 18), SPLIT_ON)]
 CUM_COLS = [((4096, 4096), COLS_OFF), ((1 << 16, 64), COLS_OFF), ((1 << 20, 16), COLS_OFF),
-            ((1024, 1024), COLS_ON), ((2048, 2048), COLS_ON), ((2048, 8192), COLS_ON)]
+            ((1024, 1024), COLS_ON), ((2048, 2048), COLS_OFF), ((2048, 8192), COLS_OFF)]
 
 
 def main():
