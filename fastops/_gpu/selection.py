@@ -160,7 +160,7 @@ _CUM_SPLIT_MIN_LEN = 1 << 15
 # and their CuPy glue cost 0.35-0.9 ms whatever the size (the host's speed: two H200
 # machines, scripts/gpu_sweep.py, 2026-12-04), and the column kernel 0.2-0.4 us a step.
 # Along axis 0, split against not: (1024, 1024) 0.37-0.89 ms against 0.20-0.21,
-# (2048, 2048) 0.38 against 0.83, (4096, 4096) 0.35-0.90 against 1.66-1.69.
+# (2048, 2048) 0.38-0.49 against 0.83, (4096, 4096) 0.35-0.90 against 1.66-1.69.
 _COL_SPLIT_THREADS = 1 << 18
 _COL_SPLIT_MIN_LEN = 256
 _COL_SPLIT_MIN_N = 2048
