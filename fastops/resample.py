@@ -248,10 +248,12 @@ def axis_tables(be, recs, mode, ctm, nearest_mode, cubic_a, antialias, exclude_o
     out = []
     # a GPU table is reused only on the device and stream that built it: in that stream's
     # order it is written before any use (no sync), and an evicted one's memory goes back
-    # to CuPy's pool of that stream while no other stream still reads it
+    # to CuPy's pool of that stream while no other stream still reads it.  The thread too:
+    # with per-thread default streams every thread's stream has the same ptr.
     where = None
     if be.name == "gpu":
-        where = (be.xp.cuda.Device().id, be.xp.cuda.get_current_stream().ptr)
+        where = (be.xp.cuda.Device().id, be.xp.cuda.get_current_stream().ptr,
+                 threading.get_ident())
     for r in recs:
         key = (be.name, where, r.n_in, r.n_out, r.scale, r.out_width, r.roi, mode, ctm,
                nearest_mode, cubic_a, antialias, exclude_outside, np.dtype(wdtype).char)

@@ -111,10 +111,10 @@ def test_tables_bitwise(cp):
 
 
 def test_cached_tables_are_per_device(cp):
-    """GPU tables are cached like the CPU's (fastops.resample._CACHE), per device: the
-    same resize on GPU 0, GPU 1 and GPU 0 again gives the CPU's bits each time, and the
-    second and third calls build nothing (the fake refuses a kernel argument of another
-    device, so a table shared across devices fails here)."""
+    """GPU tables are cached like the CPU's (fastops.resample._CACHE), per device, stream
+    and thread: the same resize on GPU 0, GPU 1, GPU 0 again and in another thread gives
+    the CPU's bits each time (the fake refuses a kernel argument of another device, so a
+    table shared across devices fails here)."""
     from fastops import resample as R
     x = _data(np.random.default_rng(4), (1, 2, 9, 11), np.float32)
     want = resize(x, sizes=[1, 2, 5, 17], mode="cubic")
@@ -125,6 +125,15 @@ def test_cached_tables_are_per_device(cp):
             same(host(resize(gx, sizes=[1, 2, 5, 17], mode="cubic")), want)
     devices = sorted(k[1][0] for k in R._CACHE if k[0] == "gpu")
     assert devices == [0, 0, 1, 1]          # (two axes a device)
+    # another thread builds its own (per-thread default streams share one ptr)
+    import threading
+    got = []
+    t = threading.Thread(target=lambda: got.append(
+        host(resize(cp.asarray(x), sizes=[1, 2, 5, 17], mode="cubic"))))
+    t.start()
+    t.join()
+    same(got[0], want)
+    assert len({k[1][2] for k in R._CACHE if k[0] == "gpu"}) == 2
     R._CACHE.clear()
 
 
