@@ -1,11 +1,11 @@
-"""Where a fastops GPU call spends its time: waiting for the device, or on the host.
+"""Where a fastops GPU call spends its time: on the host, or waiting for the device.
 
 For each quick benchmark workload with a fastops-gpu implementation (or those whose
-name contains one of the arguments): the synchronized wall time per call, the part of
-it spent waiting in the synchronize after the call (the device still busy: own time of
-fastops._bench.peers.gpu_call's wrapper under cProfile), and cProfile's functions with
-the most own time per call.  A call that hardly waits is bound by its host side
-(Python, launches, syncs inside the op), not by its kernels.
+name contains one of the arguments): the wall time per synchronized call, split into
+the call itself (host work: Python, launches and any sync inside the op, such as
+reading an output size) and the synchronize after it (the device still busy), and
+cProfile's functions with the most own time per call.  A call that hardly waits is
+bound by its host side, not by its kernels.
 
     python scripts/gpu_profile.py [NAME_PART ...]
 """
@@ -14,10 +14,12 @@ import os
 import pstats
 import sys
 import time
+from unittest import mock
 
+import cupy
 import numpy as np
 
-from fastops._bench import workloads
+from fastops._bench import peers, workloads
 
 CALLS = 30
 
@@ -28,26 +30,30 @@ def main(parts):
                 any(p in wl.name for p in parts) if parts else wl.quick):
             continue
         inputs = wl.inputs()
-        call = wl.impls["fastops-gpu"](inputs)      # synchronizes after each call
+        with mock.patch.object(peers, "gpu_call", lambda fn: fn):   # no sync inside
+            call = wl.impls["fastops-gpu"](inputs)
+        sync = cupy.cuda.get_current_stream().synchronize
         call()
-        walls = []
+        sync()
+        host, wait = [], []
         for _ in range(CALLS):
             t0 = time.perf_counter()
             call()
-            walls.append(time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            sync()
+            host.append(t1 - t0)
+            wait.append(time.perf_counter() - t1)
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(CALLS):
             call()
+            sync()
         prof.disable()
         stats = pstats.Stats(prof).stats
-        # CuPy's Stream.synchronize is compiled: its time counts as the wrapper's own
-        wait = sum(v[2] for (path, _, fn), v in stats.items()
-                   if (fn == "run" and path.endswith("peers.py")) or "synchronize" in fn
-                   ) / CALLS
         top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:8]
-        print(f"\n{wl.name}: {1e3 * float(np.median(walls)):.3f} ms a call, "
-              f"{1e3 * wait:.3f} ms of it waiting for the device")
+        wall = np.add(host, wait)
+        print(f"\n{wl.name}: {1e3 * float(np.median(wall)):.3f} ms a call, "
+              f"{1e3 * float(np.median(wait)):.3f} ms of it waiting for the device")
         for (path, line, fn), (_, ncalls, tottime, cumtime, _) in top:
             where = f"{os.path.basename(path)}:{line}" if path != "~" else "builtin"
             print(f"  {1e6 * tottime / CALLS:9.1f} us own {1e6 * cumtime / CALLS:9.1f} us cum "

@@ -10,26 +10,14 @@ time beside them.  Median of 7 batches of synchronized calls, in ms.
 
     python scripts/gpu_sweep.py
 """
-import contextlib
 import time
+from unittest import mock
 
 import cupy
 import numpy as np
 
 import fastops
 from fastops._gpu import selection as sel
-
-
-@contextlib.contextmanager
-def patched(**values):
-    old = {k: getattr(sel, k) for k in values}
-    for k, v in values.items():
-        setattr(sel, k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            setattr(sel, k, v)
 
 
 def ms(fn, batches=7):
@@ -49,18 +37,15 @@ def ms(fn, batches=7):
     return 1e3 * float(np.median(out))
 
 
-def torch_ms(fn):
+def _torch():
     try:
         import torch
     except ImportError:
-        return float("nan")
-    if not torch.cuda.is_available():
-        return float("nan")
+        return None
+    return torch if torch.cuda.is_available() else None
 
-    def call():
-        fn(torch)
-        torch.cuda.synchronize()
-    return ms(call)
+
+TORCH = _torch()
 
 
 def same(a, b):
@@ -68,14 +53,22 @@ def same(a, b):
         ((x == y) | (cupy.isnan(x) & cupy.isnan(y))).all())) for x, y in zip(a, b))
 
 
-def compare(label, call, off, torch_call=None):
-    """call(): the launcher's own choice; under patched(**off) the other path."""
-    picked = call()
-    with patched(**off):
-        other = call()
-        t_other = ms(call)
-    t_picked = ms(call)
-    t_torch = torch_ms(torch_call) if torch_call else float("nan")
+def compare(label, x, call, off, torch_op):
+    """call(x): the launcher's own choice; with the module constants ``off`` patched, the
+    other path; torch_op(torch, tensor of x) beside them."""
+    picked = call(x)
+    with mock.patch.multiple(sel, **off):
+        other = call(x)
+        t_other = ms(lambda: call(x))
+    t_picked = ms(lambda: call(x))
+    t_torch = float("nan")
+    if TORCH is not None:
+        tx = TORCH.as_tensor(x, device="cuda")
+
+        def torch_call():
+            torch_op(TORCH, tx)
+            TORCH.cuda.synchronize()
+        t_torch = ms(torch_call)
     print(f"{label:<52}{t_picked:>10.4f}{t_other:>10.4f}{t_picked / t_other:>8.2f}"
           f"{t_torch:>10.4f}   {'same' if same(picked, other) else 'DIFFERENT'}", flush=True)
 
@@ -103,17 +96,13 @@ def main():
     print(f"{'shape (the launcher choice vs the other path)':<52}{'chosen':>10}{'other':>10}"
           f"{'ratio':>8}{'torch':>10}")
 
-    def topk_case(shape, k, off, sorted=True, dtype=np.float32):
-        x = cupy.asarray(rng.standard_normal(shape).astype(dtype))
-        tx = None
+    def data(shape):
+        return cupy.asarray(rng.standard_normal(shape).astype(np.float32))
 
-        def torch_call(torch):
-            nonlocal tx
-            if tx is None:
-                tx = torch.as_tensor(x, device="cuda")
-            return torch.topk(tx, k, dim=-1, sorted=sorted)
-        compare(f"topk {shape} k={k} sorted={sorted} vs {','.join(off)}",
-                lambda: fastops.topk(x, k, axis=-1, sorted=sorted), off, torch_call)
+    def topk_case(shape, k, off):
+        compare(f"topk {shape} k={k} vs {off}", data(shape),
+                lambda x: fastops.topk(x, k, axis=-1), off,
+                lambda torch, t: torch.topk(t, k, dim=-1))
 
     # few long rows: split into chunks, or one block per row
     for shape in TOPK_SPLIT:
@@ -127,22 +116,11 @@ def main():
     for k in TOPK_SMEM_K:
         topk_case(TOPK_SMEM, k, {"_SMEM_MAX_P": 0})
 
-    def cum_case(shape, axis, off):
-        x = cupy.asarray(rng.standard_normal(shape).astype(np.float32))
-        tx = None
-
-        def torch_call(torch):
-            nonlocal tx
-            if tx is None:
-                tx = torch.as_tensor(x, device="cuda")
-            return torch.cummax(tx, dim=axis)
-        compare(f"cummax {shape} axis={axis} vs {off}",
-                lambda: fastops.cummax(x, axis=axis), off, torch_call)
-
-    for shape, other in CUM_SPLIT:
-        cum_case(shape, 1, other)
-    for shape, other in CUM_COLS:
-        cum_case(shape, 0, other)
+    for axis, cases in ((1, CUM_SPLIT), (0, CUM_COLS)):
+        for shape, other in cases:
+            compare(f"cummax {shape} axis={axis} vs {other}", data(shape),
+                    lambda x: fastops.cummax(x, axis=axis), other,
+                    lambda torch, t: torch.cummax(t, dim=axis))
 
 
 if __name__ == "__main__":
