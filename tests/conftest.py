@@ -87,3 +87,30 @@ def threads():
             fastops.set_num_threads(before)
             _threads._fixed = fixed     # no process-wide cap left behind if there was none
     return use
+
+
+def guarded(a, at="end"):
+    """A copy of `a` (C order) whose bytes end just before (at="end") or start just after
+    (at="start") a page that cannot be read or written: a kernel that reads or writes past
+    that end of the array faults (the test process dies) instead of reading its
+    neighbour's bytes.  Vector loads of whole windows near a row's end are the risk."""
+    import ctypes
+    import mmap
+    a = np.ascontiguousarray(a)
+    if a.nbytes == 0:
+        return a.copy()
+    page = mmap.PAGESIZE
+    body = -(-a.nbytes // page) * page
+    m = mmap.mmap(-1, body + 2 * page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    anchor = ctypes.c_char.from_buffer(m)
+    base = ctypes.addressof(anchor)
+    del anchor                     # (an exported buffer would keep m from unmapping)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    for start in (base, base + page + body):
+        if libc.mprotect(start, page, 0) != 0:       # PROT_NONE
+            raise OSError(ctypes.get_errno(), "mprotect failed")
+    offset = page + (body - a.nbytes if at == "end" else 0)
+    out = np.frombuffer(m, a.dtype, a.size, offset).reshape(a.shape)
+    out[...] = a
+    return out

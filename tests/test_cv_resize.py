@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fastops.cv as fcv
-from tests.conftest import GPU, peer, to_numpy
+from tests.conftest import GPU, guarded, peer, to_numpy
 from tests.reference.cv_resize import cv_resize_ref
 
 FLAGS = {"NEAREST": 0, "LINEAR": 1, "CUBIC": 2, "AREA": 3, "LINEAR_EXACT": 5,
@@ -542,6 +542,30 @@ def test_views_equal_contiguous_copies_and_inputs_unchanged(dtype):
                 assert got.dtype == np.dtype(dtype).newbyteorder("=")
                 np.testing.assert_array_equal(got, want, err_msg=f"{name} {flag} {ds}")
         np.testing.assert_array_equal(v, before)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_images_against_unreadable_pages(dtype):
+    """Every flag, 1-4 channels, on images whose last byte lies before an unreadable page
+    or whose first byte lies after one (tests/conftest.guarded), and flipped views of
+    them: a vector step that loads a window past the image faults.  Rows of 157 and
+    1201 pixels take the vector steps; upscales and downscales from 1.5x to 60x (the
+    nearest byte permutes' 128-byte windows hold one pixel at 60x); against cv2, IPP off."""
+    cv2 = peer("cv2")
+    rng = _rng(31)
+    sizes = {157: [(500, 20), (104, 7), (52, 5), (21, 3)], 1201: [(800, 4), (400, 2), (20, 2)]}
+    with _ipp(cv2, False):
+        for (h, w), c in ((hw, c) for hw in ((11, 157), (3, 1201)) for c in (1, 2, 3, 4)):
+            img = _image(rng, (h, w, c) if c > 1 else (h, w), dtype)
+            sl = (slice(None, None, -1),) * img.ndim
+            placed = [guarded(img, "end"), guarded(img, "start"),
+                      guarded(img[sl], "end")[sl], guarded(img[sl], "start")[sl]]
+            for flag in FLAGS.values():
+                for ds in sizes[w]:
+                    want = cv2.resize(img, ds, interpolation=flag)
+                    for v in placed:
+                        _check(fcv.resize(v, ds, interpolation=flag), want,
+                               (h, w, c, flag, ds, v.strides))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

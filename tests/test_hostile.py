@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastops
-from tests.conftest import public_ops, resolve
+from tests.conftest import guarded, public_ops, resolve
 
 SANITIZED = os.environ.get("FASTOPS_SANITIZED") == "1"
 EXAMPLES = settings(max_examples=12, deadline=None, derandomize=True,
@@ -772,9 +772,21 @@ def _swapped(a):
     return a.astype(a.dtype.newbyteorder("S"))
 
 
+def _guarded_negative(a, at):
+    """Every axis reversed, the data against an unreadable page (tests/conftest.guarded)."""
+    sl = tuple(slice(None, None, -1) for _ in a.shape)
+    return guarded(a[sl], at)[sl]
+
+
 VIEWS = {"strided": _strided, "negative": _negative, "fortran": np.asfortranarray,
          "broadcast": _broadcast, "readonly": _readonly, "unaligned": _unaligned,
-         "packed": _packed, "byteswapped": _swapped}
+         "packed": _packed, "byteswapped": _swapped,
+         # the array's last byte before an unreadable page, or its first one after one:
+         # a vector load past either end of the data faults
+         "guard_end": lambda a: guarded(a, "end"),
+         "guard_start": lambda a: guarded(a, "start"),
+         "guard_end_negative": lambda a: _guarded_negative(a, "end"),
+         "guard_start_negative": lambda a: _guarded_negative(a, "start")}
 
 
 @ops
