@@ -2794,12 +2794,22 @@ inline void area_hrow(const float* srcf, const int64_t* fx, const int64_t* cx, c
   }
 }
 
-// d = saturate_cast<T>(acc) (round half to even); uint8 with SSE2 (the values of an area
-// mean lie in [0, 255]; clamped first all the same).
+// d = saturate_cast<T>(acc) (round half to even), in vectors (clamped first, as the
+// passes' stores: the values of an area mean lie in T's range all the same).  The 16-bit
+// stores were scalar: 40 % of uint16 1920x1080x4 -> 640x640 INTER_AREA's samples (perf).
 template <typename T>
 inline void store_rounded(const float* acc, int64_t n, T* d) {
   int64_t j = 0;
 #if defined(__SSE2__)
+  if constexpr (sizeof(T) == 2) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    for (; j + 16 <= n; j += 16) Lane512::store16<T>(_mm512_loadu_ps(acc + j), d + j);
+#endif
+#if defined(__AVX2__)
+    for (; j + 8 <= n; j += 8) Lane256::store16<T>(_mm256_loadu_ps(acc + j), d + j);
+#endif
+    for (; j + 4 <= n; j += 4) store4_16<T>(_mm_loadu_ps(acc + j), d + j);
+  }
   if constexpr (std::is_same<T, uint8_t>::value) {
     const __m128 lo = _mm_setzero_ps(), hi = _mm_set1_ps(255.f);
     auto q = [&](int64_t k) {
