@@ -167,12 +167,18 @@ def _cases():
             sizes = [(w * 3, h * 2), (max(w // 3, 1), h - 1), (max(w // 2, 1), max(h // 2, 1)),
                      [2 * w, 3 * h], (1, 1)]
             for size in sizes:
-                for flag in (fcv.INTER_LINEAR, fcv.INTER_CUBIC, fcv.INTER_AREA):
+                for flag in (fcv.INTER_LINEAR, fcv.INTER_CUBIC, fcv.INTER_AREA,
+                             fcv.INTER_NEAREST, fcv.INTER_NEAREST_EXACT):
                     if flag == fcv.INTER_AREA and (w % size[0] or h % size[1]) and \
                             size[0] <= w and size[1] <= h:
                         continue            # non-integer INTER_AREA tables: general path
                     out.append(("fast_resize", f"cv.resize {dt.__name__} {shape} {size} {flag}",
                                 lambda x=img, z=size, f=flag: fcv.resize(x, z, interpolation=f)))
+                # into a dst that is exactly the output (a fresh one per call)
+                oshape = (size[1], size[0]) + ((shape[2],) if len(shape) == 3 and
+                                               shape[2] > 1 else ())
+                out.append(("fast_resize", f"cv.resize {dt.__name__} {shape} {size} dst",
+                            lambda x=img, z=size, o=oshape: fcv.resize(x, z, np.empty(o, x.dtype))))
     big = rng.integers(0, 256, (300, 400, 3)).astype(np.uint8)       # threads, pooled output
     for dt in (np.uint8, np.float32):
         for size in [(640, 480), (200, 150), (133, 100)]:
@@ -329,6 +335,7 @@ def test_declined_inputs_take_the_general_path(monkeypatch, label, x):
 
 def test_uncovered_calls_decline(monkeypatch):
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = np.arange(20, dtype=np.float32).reshape(4, 5)
     h = x.astype(np.float16)
     i = np.array([[0, 1, 2, 0]])
     calls = [lambda: fastops.cummax(x, np.int64(1)),
@@ -368,13 +375,17 @@ def test_uncovered_calls_decline(monkeypatch):
                                        [2, 2]),
              lambda: fastops.grid_sample(x[None, None], np.zeros((1, 200, 200, 2),
                                                                  np.float32)),
-             lambda: fcv.resize(x, (5, 2), x[:2, :5].copy()),             # dst
+             lambda: np.ascontiguousarray(                                # dst: strided,
+                 fcv.resize(x, (5, 2), np.zeros((2, 10), np.float32)[:, ::2])),
+             lambda: (lambda y: fcv.resize(y, (5, 2), y[:2]))(y.copy()),   # overlapping img,
+             lambda: fcv.resize(x, (5, 2), np.zeros((2, 5))),             # float64 (unused),
+             lambda: fcv.resize(x, (5, 2), np.zeros((2, 5, 1), np.float32)),  # 3-D for 2-D
+             lambda: fcv.resize(x, (5, 2), interpolation=fcv.INTER_LINEAR_EXACT),
              lambda: fcv.resize(x, None, fx=2.0, fy=2.0),                 # fx / fy
              lambda: fcv.resize(x, (np.int64(5), 2)),                     # NumPy ints
              lambda: fcv.resize(x, (5, 2), interpolation=np.int32(1)),
              lambda: fcv.resize(x, (4, 3)),                               # equal size: copy
              lambda: fcv.resize(x, (3, 2), interpolation=fcv.INTER_AREA),  # area tables
-             lambda: fcv.resize(x, (5, 2), interpolation=fcv.INTER_NEAREST),
              lambda: fcv.resize(x.astype(np.float16), (5, 2)),
              lambda: fcv.resize(np.asfortranarray(x), (5, 2)),
              lambda: fcv.resize(x.astype(x.dtype.newbyteorder()), (5, 2)),
