@@ -619,6 +619,68 @@ def test_huge_scales_and_extreme_aspect():
             np.testing.assert_array_equal(got, cv_resize_ref(img, ds, fx, fy, flag))
 
 
+# ------------------------------------------------------------------ per-thread tables
+@pytest.mark.parametrize("dtype", ["uint16", "float32", "float64"])
+def test_repeated_geometry_tables_follow_every_change(dtype):
+    """The float passes keep each thread's last tables (include/cv_resize.hpp FloatPlan):
+    calls that change one thing at a time (source height or width, channels, dsize,
+    flag, fx/fy) and back, each against cv2 (IPP off), and two threads resizing
+    different geometries at once."""
+    cv2 = peer("cv2")
+    rng = _rng(41)
+    base = dict(h=61, w=97, c=3, ds=(40, 23), flag=1, f=None)
+    # dh = round(h * fy) = 23 at h 60 and 61, dw = 40 at w 97 and 98; cubic taps reach
+    # the last source row and column there
+    scaled = dict(base, ds=None, f=(0.41, 0.38), flag=2)
+    # each change runs right after base (or `scaled`) and base right after it; the last
+    # ones keep the output size and change only the source height or the scale
+    changes = [dict(h=62), dict(w=96), dict(c=4), dict(c=1), dict(ds=(41, 23)),
+               dict(ds=(40, 24)), dict(flag=2), dict(flag=3),
+               dict(scaled, h=60), dict(scaled, f=(0.41, 0.385)), dict(scaled, f=(0.415, 0.38)),
+               dict(scaled, w=98)]
+    imgs = {}
+
+    def call(h, w, c, ds, flag, f):
+        key = (h, w, c)
+        if key not in imgs:
+            imgs[key] = _image(rng, (h, w, c) if c > 1 else (h, w), dtype)
+        kw = {} if f is None else dict(fx=f[0], fy=f[1])
+        got = fcv.resize(imgs[key], ds, interpolation=flag, **kw)
+        _check(got, cv2.resize(imgs[key], ds, interpolation=flag, **kw), (h, w, c, ds, flag, f))
+        return got
+
+    with _ipp(cv2, False):
+        for ch in changes:
+            start = scaled if ch.get("f") else base
+            for params in (start, {**start, **ch}, start):
+                call(**params)
+                call(**params)              # the same geometry twice: the kept tables
+        import threading
+        geoms = [{**base, **ch} for ch in changes] + [base]
+        want = [call(**g) for g in geoms]
+        errors = []
+
+        def worker(order):
+            try:
+                for _ in range(5):
+                    for i in order:
+                        g = geoms[i]
+                        kw = {} if g["f"] is None else dict(fx=g["f"][0], fy=g["f"][1])
+                        img = imgs[(g["h"], g["w"], g["c"])]
+                        got = fcv.resize(img, g["ds"], interpolation=g["flag"], **kw)
+                        if not np.array_equal(got, want[i], equal_nan=True):
+                            errors.append(g)
+            except Exception as exc:         # (reported below, not lost in the thread)
+                errors.append(exc)
+        ts = [threading.Thread(target=worker, args=(o,))
+              for o in (range(len(geoms)), range(len(geoms) - 1, -1, -1))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert not errors, errors[:3]
+
+
 # ------------------------------------------------------------------ invariance
 def _big_results():
     rng = _rng(16)

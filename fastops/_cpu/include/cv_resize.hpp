@@ -2091,34 +2091,73 @@ inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride
   return lo;  // (not instantiated where kHVec<WT> is false)
 }
 
+// resize_float's tables: per output column its K taps (xo, xa), tap count (xn) and cubic
+// border flag (xz); per output row its K source rows (yr) and coefficients (yb); and the
+// horizontal pass's choice (one-hot gather, exact 2x windows, or the vector run over
+// [f0, f1) with its first-tap offsets o0, coefficient table cw and permute indices perm).
+// They depend on the geometry only, so each thread keeps the last call's (thread_plan):
+// a loop over frames of one size builds them once.  float32 640x480x3 -> 224x224 linear,
+// 2 threads, back to back: the build was 3.6 % of the samples, on the calling thread
+// while the other waited (docs/performance.md, twenty-seventh session).
 template <typename T>
-void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, double scale_x,
-                  double inv_x, double scale_y, double inv_y, int interp, T* out, int64_t dh,
-                  int64_t dw, int nthreads) {
+struct FloatPlan {
   using WT = typename FloatPath<T>::WT;
-  const int kind = interp == kCubic ? kTabCubic : (interp == kArea ? kTabAreaLinear : kTabLinear);
-  const int K = kind == kTabCubic ? 4 : 2;
-  std::vector<int64_t> xo(static_cast<size_t>(dw * K)), yr(static_cast<size_t>(dh * K));
-  std::vector<WT> xa(static_cast<size_t>(dw * K)), yb(static_cast<size_t>(dh * K));
-  std::vector<int8_t> xn(static_cast<size_t>(dw)), xz(static_cast<size_t>(dw));
+  using Up2 = int64_t (*)(const T*, int64_t, int64_t, int64_t, float*);
+  using HRun = int64_t (*)(const T*, const int64_t*, const WT*, int64_t, int64_t, int64_t,
+                           const int32_t*, bool, WT*);
+  // the key: every argument the tables depend on (doubles compared by value: a NaN
+  // scale cannot reach here)
+  int64_t h = -1, w = -1, C = -1, dh = -1, dw = -1;
+  int kind = -1;
+  double scale_x = 0, inv_x = 0, scale_y = 0, inv_y = 0;
+  int K = 2;
+  std::vector<int64_t> xo, yr, hot, o0;
+  std::vector<WT> xa, yb, cw;
+  std::vector<int8_t> xn, xz;
+  std::vector<int32_t> perm;
+  Up2 up2 = nullptr;
+  HRun run = nullptr;
+  int64_t f0 = 0, f1 = 0, cstride = 0;
+
+  bool same(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_t dw_, int kind_,
+            double sx, double ix, double sy, double iy) const {
+    return h == h_ && w == w_ && C == C_ && dh == dh_ && dw == dw_ && kind == kind_ &&
+           scale_x == sx && inv_x == ix && scale_y == sy && inv_y == iy;
+  }
+  void build(int64_t h, int64_t w, int64_t C, int64_t dh, int64_t dw, int kind, double sx,
+             double ix, double sy, double iy);
+};
+
+template <typename T>
+void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_t dw_,
+                         int kind_, double scale_x_, double inv_x_, double scale_y_,
+                         double inv_y_) {
+  h = -1;  // (invalid until the build completes: an exception leaves no stale key)
+  K = kind_ == kTabCubic ? 4 : 2;
+  xo.assign(static_cast<size_t>(dw_ * K), 0);
+  yr.assign(static_cast<size_t>(dh_ * K), 0);
+  xa.assign(static_cast<size_t>(dw_ * K), WT(0));
+  yb.assign(static_cast<size_t>(dh_ * K), WT(0));
+  xn.assign(static_cast<size_t>(dw_), 0);
+  xz.assign(static_cast<size_t>(dw_), 0);
   int64_t idx[4];
   float c[4];
-  for (int64_t d = 0; d < dw; ++d) {
-    gen_taps(d, w, scale_x, inv_x, kind, true, idx, c);
+  for (int64_t d = 0; d < dw_; ++d) {
+    gen_taps(d, w_, scale_x_, inv_x_, kind_, true, idx, c);
     for (int k = 0; k < K; ++k) {
-      xo[d * K + k] = idx[k] * C;
+      xo[d * K + k] = idx[k] * C_;
       xa[d * K + k] = static_cast<WT>(c[k]);
     }
     // linear: past the last sample one tap (S * 1); cubic: border pixels from 0 + ...
     xn[d] = static_cast<int8_t>(K == 2 && idx[1] == idx[0] ? 1 : K);
-    xz[d] = static_cast<int8_t>(K == 4 && !gen_taps_interior(d, w, scale_x, inv_x));
+    xz[d] = static_cast<int8_t>(K == 4 && !gen_taps_interior(d, w_, scale_x_, inv_x_));
   }
-  for (int64_t d = 0; d < dh; ++d) {
+  for (int64_t d = 0; d < dh_; ++d) {
     int64_t sy;
     float fy;
-    gen_coord(d, scale_y, inv_y, kind == kTabAreaLinear, sy, fy);
+    gen_coord(d, scale_y_, inv_y_, kind_ == kTabAreaLinear, sy, fy);
     float cy[4];
-    if (kind == kTabCubic) {
+    if (kind_ == kTabCubic) {
       cubic_coeffs_cv(fy, cy);
     } else {
       cy[0] = 1.f - fy;
@@ -2126,29 +2165,96 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     }
     for (int k = 0; k < K; ++k) {
       yb[d * K + k] = static_cast<WT>(cy[k]);
-      yr[d * K + k] = clamp_idx(sy - K / 2 + 1 + k, h);
+      yr[d * K + k] = clamp_idx(sy - K / 2 + 1 + k, h_);
     }
   }
-  std::vector<int64_t> hot;
+  hot.clear();
   if constexpr (std::is_integral_v<T>)
-    if (C == 3 || C == 4) hot = one_hot_taps<WT>(xo.data(), xa.data(), K, dw, 1.f);
-  using Up2 = int64_t (*)(const T*, int64_t, int64_t, int64_t, float*);
-  Up2 up2 = nullptr;
+    if (C_ == 3 || C_ == 4) hot = one_hot_taps<WT>(xo.data(), xa.data(), K, dw_, 1.f);
+  up2 = nullptr;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   if constexpr (std::is_same_v<WT, float>)
-    if (K == 2 && C <= 4 && up2_rows(xo.data(), xa.data(), w, C, dw)) {
+    if (K == 2 && C_ <= 4 && up2_rows(xo.data(), xa.data(), w_, C_, dw_)) {
       const Up2 runs[4] = {up2_run<1, T>, up2_run<2, T>, up2_run<3, T>, up2_run<4, T>};
-      up2 = runs[C - 1];
+      up2 = runs[C_ - 1];
     }
 #endif
+  const int64_t Lin = w_ * C_;
+  // The vector pass (C <= 4; float64 in the AVX2 build only) takes the run of pixels
+  // whose taps are K consecutive source pixels (linear: not clamped; cubic: interior) and
+  // whose windows stay inside the row; the few pixels at the edges are scalar.
+  f0 = f1 = 0;
+  int64_t Lp = 1;
+  int64_t reach = 0;  // elements the vector pass reads from a pixel's first tap
+  bool pairs = false;  // hpairs3's steps and table
+  run = nullptr;
+  o0.clear();
+  cw.clear();
+  perm.clear();
+  if constexpr (kHVec<WT>) {
+    if (C_ <= 4 && hot.empty() && !up2) {
+      const HRun runs[2][4] = {{hvec<1, 2, T>, hvec<2, 2, T>, hvec<3, 2, T>, hvec<4, 2, T>},
+                               {hvec<1, 4, T>, hvec<2, 4, T>, hvec<3, 4, T>, hvec<4, 4, T>}};
+      run = runs[K == 4][C_ - 1];
+      constexpr bool f32 = std::is_same_v<WT, float>;
+      Lp = f32 ? hlanes(C_) : hlanes64(C_);
+      reach = f32 ? hwindow(C_, K) : hwindow64(C_, K);
+      pairs = cubic_pairs<T>(C_, K);
+    }
+  }
+  if (run) {
+    auto fast = [&](int64_t d) {
+      return (K == 2 ? xn[d] == 2 : !xz[d]) && xo[d * K] + reach <= Lin;
+    };
+    while (f0 < dw_ && !fast(f0)) ++f0;
+    f1 = f0;
+    while (f1 < dw_ && fast(f1)) ++f1;
+    o0.resize(static_cast<size_t>(dw_));
+    for (int64_t d = 0; d < dw_; ++d) o0[d] = xo[d * K];
+    if (pairs) {
+      if constexpr (std::is_same_v<WT, float>) cubic_pairs_table(xa.data(), dw_, cw);
+    } else {
+      cw.resize(static_cast<size_t>(K * dw_ * Lp));
+      for (int64_t d = 0; d < dw_; ++d)
+        for (int k = 0; k < K; ++k)
+          for (int64_t l = 0; l < Lp; ++l) cw[(k * dw_ + d) * Lp + l] = xa[d * K + k];
+    }
+    if constexpr (std::is_same_v<WT, float>)
+      if (perm_rows<T>(C_, K)) perm = perm_table<T>(o0.data(), f0, f1, Lin, K);
+  }
+  cstride = pairs ? 8 * dw_ : dw_ * Lp;
+  w = w_, C = C_, dh = dh_, dw = dw_, kind = kind_;
+  scale_x = scale_x_, inv_x = inv_x_, scale_y = scale_y_, inv_y = inv_y_;
+  h = h_;
+}
+
+template <typename T>
+inline FloatPlan<T>& thread_plan() {
+  static thread_local FloatPlan<T> p;
+  return p;
+}
+
+template <typename T>
+void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, double scale_x,
+                  double inv_x, double scale_y, double inv_y, int interp, T* out, int64_t dh,
+                  int64_t dw, int nthreads) {
+  using WT = typename FloatPath<T>::WT;
+  const int kind = interp == kCubic ? kTabCubic : (interp == kArea ? kTabAreaLinear : kTabLinear);
+  FloatPlan<T>& plan = thread_plan<T>();
+  if (!plan.same(h, w, C, dh, dw, kind, scale_x, inv_x, scale_y, inv_y))
+    plan.build(h, w, C, dh, dw, kind, scale_x, inv_x, scale_y, inv_y);
+  const int K = plan.K;
+  const auto up2 = plan.up2;
+  const auto run = plan.run;
+  const int64_t f0 = plan.f0, f1 = plan.f1, cstride = plan.cstride;
   const Img<T> img{x, h, w, C, rs};
   const int64_t Lout = dw * C, Lin = w * C;
   // (raw pointers in locals: CPython builds extensions with -fno-strict-aliasing, so a
   // pointer read through a captured vector is reloaded after every store)
-  const int64_t* xo_p = xo.data();
-  const WT* xa_p = xa.data();
-  const int8_t* xn_p = xn.data();
-  const int8_t* xz_p = xz.data();
+  const int64_t* xo_p = plan.xo.data();
+  const WT* xa_p = plan.xa.data();
+  const int8_t* xn_p = plan.xn.data();
+  const int8_t* xz_p = plan.xz.data();
   auto pixel = [=](const T* S, WT* H, int64_t d) {
     const int64_t* o = xo_p + d * K;
     const WT* a = xa_p + d * K;
@@ -2161,54 +2267,10 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
       H[d * C + ch] = acc;
     }
   };
-  // The vector pass (C <= 4; float64 in the AVX2 build only) takes the run of pixels
-  // whose taps are K consecutive source pixels (linear: not clamped; cubic: interior) and
-  // whose windows stay inside the row; the few pixels at the edges are scalar.
-  int64_t f0 = 0, f1 = 0, Lp = 1;
-  std::vector<int64_t> o0;
-  std::vector<WT> cw;
-  std::vector<int32_t> perm;
-  using HRun = int64_t (*)(const T*, const int64_t*, const WT*, int64_t, int64_t, int64_t,
-                           const int32_t*, bool, WT*);
-  HRun run = nullptr;
-  int64_t reach = 0;  // elements the vector pass reads from a pixel's first tap
-  bool pairs = false;  // hpairs3's steps and table
-  if constexpr (kHVec<WT>) {
-    if (C <= 4 && hot.empty() && !up2) {
-      const HRun runs[2][4] = {{hvec<1, 2, T>, hvec<2, 2, T>, hvec<3, 2, T>, hvec<4, 2, T>},
-                               {hvec<1, 4, T>, hvec<2, 4, T>, hvec<3, 4, T>, hvec<4, 4, T>}};
-      run = runs[K == 4][C - 1];
-      constexpr bool f32 = std::is_same_v<WT, float>;
-      Lp = f32 ? hlanes(C) : hlanes64(C);
-      reach = f32 ? hwindow(C, K) : hwindow64(C, K);
-      pairs = cubic_pairs<T>(C, K);
-    }
-  }
-  if (run) {
-    auto fast = [&](int64_t d) {
-      return (K == 2 ? xn[d] == 2 : !xz[d]) && xo[d * K] + reach <= Lin;
-    };
-    while (f0 < dw && !fast(f0)) ++f0;
-    f1 = f0;
-    while (f1 < dw && fast(f1)) ++f1;
-    o0.resize(static_cast<size_t>(dw));
-    for (int64_t d = 0; d < dw; ++d) o0[d] = xo[d * K];
-    if (pairs) {
-      if constexpr (std::is_same_v<WT, float>) cubic_pairs_table(xa.data(), dw, cw);
-    } else {
-      cw.resize(static_cast<size_t>(K * dw * Lp));
-      for (int64_t d = 0; d < dw; ++d)
-        for (int k = 0; k < K; ++k)
-          for (int64_t l = 0; l < Lp; ++l) cw[(k * dw + d) * Lp + l] = xa[d * K + k];
-    }
-    if constexpr (std::is_same_v<WT, float>)
-      if (perm_rows<T>(C, K)) perm = perm_table<T>(o0.data(), f0, f1, Lin, K);
-  }
-  const int64_t* o0_p = o0.data();
-  const WT* cw_p = cw.data();
-  const int32_t* perm_p = perm.empty() ? nullptr : perm.data();
-  const int64_t cstride = pairs ? 8 * dw : dw * Lp;
-  const int64_t* hot_p = hot.empty() ? nullptr : hot.data();
+  const int64_t* o0_p = plan.o0.data();
+  const WT* cw_p = plan.cw.data();
+  const int32_t* perm_p = plan.perm.empty() ? nullptr : plan.perm.data();
+  const int64_t* hot_p = plan.hot.empty() ? nullptr : plan.hot.data();
   const bool prefetch = prefetch_rows<T>(h, rs);
   auto hrow = [=](const T* S, WT* H) {
     if constexpr (std::is_integral_v<T>)
@@ -2227,7 +2289,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     for (; d < dw; ++d) pixel(S, H, d);
   };
   constexpr int64_t lanes = FloatPath<T>::kCubicLanes;
-  const WT* yb_p = yb.data();
+  const WT* yb_p = plan.yb.data();
   auto vrow = [=](const WT* const* R, int64_t yo, T* dst) {
     const WT* b = yb_p + yo * K;
     int64_t j = 0;
@@ -2267,7 +2329,8 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     for (; j < Lout; ++j)
       dst[j] = store_wt<T, WT>(R[0][j] * b0 + R[1][j] * b1 + R[2][j] * b2 + R[3][j] * b3);
   };
-  ring_apply<T, WT>(img, dh, Lout, K, yr.data(), hrow, vrow, out, nthreads);
+  ring_apply<T, WT>(img, dh, Lout, K, plan.yr.data(), hrow, vrow, out, nthreads);
+  if (dw + dh > kKeepTables) plan = FloatPlan<T>();  // (large tables are not kept)
 }
 
 }  // namespace cvr
