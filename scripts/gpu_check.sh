@@ -8,11 +8,12 @@
 #   bash scripts/gpu_check.sh [REPORT_DIR [PREBUILT]]     (REPORT_DIR: benchmarks/results)
 #
 # PREBUILT: a folder laid out like fastops/_cpu (avx2/, avx512/) holding the extensions
-# built elsewhere for the Python here (scripts/build_copy.sh under that Python, then
-# `strip --strip-debug`).  The lent GPU machine gives 15 minutes in all, and building
-# here costs 2-3 of them (scatter.cpp alone compiles for 3 minutes on one core); if the
-# copy does not import (another Python, glibc or libgomp), it is built here with
-# -march=native on every core instead.
+# built elsewhere for the Python here (scripts/gpu_prebuild.sh).  The lent GPU machine
+# gives 15 minutes in all, and building here costs 2-3 of them (scatter.cpp alone
+# compiles for 3 minutes on one core); if the copy was built from other kernel sources
+# (its SOURCES.sha256 differs from scripts/kernel_sources_sha.sh here) or does not
+# import (another Python, glibc or libgomp), it is built here with -march=native on
+# every core instead.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT_DIR="${1:-benchmarks/results}"
@@ -36,8 +37,12 @@ for f in sys.argv[1].split(','): importlib.import_module('fastops._cpu.' + f)" "
   echo '```'
   echo "## CPU extensions"
   echo '```'
-  if [ -n "$PREBUILT" ] && [ -d "$PREBUILT" ]; then
+  if [ -n "$PREBUILT" ] && [ -d "$PREBUILT" ] && \
+     [ "$(cat "$PREBUILT/SOURCES.sha256" 2>/dev/null)" != "$(bash scripts/kernel_sources_sha.sh)" ]; then
+    echo "prebuilt copy in $PREBUILT was built from other kernel sources: building here"
+  elif [ -n "$PREBUILT" ] && [ -d "$PREBUILT" ]; then
     cp -r "$PREBUILT"/. fastops/_cpu/
+    rm -f fastops/_cpu/SOURCES.sha256
     if imports_ok 2>&1; then echo "prebuilt copy from $PREBUILT imports"
     else
       echo "prebuilt copy does not import: building here"
