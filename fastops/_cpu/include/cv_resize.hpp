@@ -2988,17 +2988,15 @@ inline bool cv_resize_contiguous(int typenum, const void* x, int64_t h, int64_t 
       const T* xs = static_cast<const T*>(x);
       T* o = static_cast<T*>(out);
       if (interp == 0 || interp == 6) {  // INTER_NEAREST(_EXACT): a gather of the bits
-        using U = typename std::conditional<
-            sizeof(T) == 1, uint8_t,
-            typename std::conditional<sizeof(T) == 2, uint16_t,
-                                      typename std::conditional<sizeof(T) == 4, uint32_t,
-                                                                uint64_t>::type>::type>::type;
         std::vector<int64_t> fh(static_cast<size_t>(dh)), fw(static_cast<size_t>(dw));
         cvr::nn_table(h, dh, sy, interp == 6, fh.data());
         cvr::nn_table(w, dw, sx, interp == 6, fw.data());
-        const rsk::View5<U> v{reinterpret_cast<const U*>(xs), 1, h, 1, w, C, h * w * C, w * C,
-                              0, C, 1};
-        nearest2d<U>(v, fh.data(), dh, fw.data(), dw, reinterpret_cast<U*>(o), nthreads);
+        visit_word(sizeof(T), [&](auto u) {
+          using U = decltype(u);
+          const rsk::View5<U> v{reinterpret_cast<const U*>(xs), 1, h, 1, w, C, h * w * C,
+                                w * C, 0, C, 1};
+          nearest2d<U>(v, fh.data(), dh, fw.data(), dw, reinterpret_cast<U*>(o), nthreads);
+        });
       } else if (isx > 0) {
         cv_area_fast<T>(xs, h, w, C, w * C, isx, isy, o, dh, dw, nthreads);
       } else if constexpr (std::is_same_v<T, uint8_t>) {

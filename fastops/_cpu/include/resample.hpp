@@ -1468,14 +1468,15 @@ inline bool cpu_has_vbmi() {
   return ok;
 }
 
-// off: each output pixel's first source byte; B bytes a pixel (<= 16).
-inline PermSteps perm_steps(const int64_t* off, int64_t Wo, int64_t B) {
+// offw: each output pixel's first source element, of E bytes; B bytes a pixel (<= 16).
+inline PermSteps perm_steps(const int64_t* offw, int64_t E, int64_t Wo, int64_t B) {
   PermSteps s;
   auto bits = [](int64_t n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; };
+  auto off = [&](int64_t p) { return offw[p] * E; };
   for (int64_t p = 0; p < Wo;) {
-    int64_t lo = off[p], hi = off[p] + B, g = 1;
+    int64_t lo = off(p), hi = off(p) + B, g = 1;
     for (; p + g < Wo && (g + 1) * B <= 64; ++g) {
-      const int64_t l = std::min(lo, off[p + g]), h = std::max(hi, off[p + g] + B);
+      const int64_t l = std::min(lo, off(p + g)), h = std::max(hi, off(p + g) + B);
       if (h - l > 128) break;
       lo = l;
       hi = h;
@@ -1486,7 +1487,7 @@ inline PermSteps perm_steps(const int64_t* off, int64_t Wo, int64_t B) {
     s.hi.push_back(hi - lo > 64 ? bits(hi - lo - 64) : 0);
     s.out.push_back(bits(g * B));
     for (int64_t j = 0; j < 64; ++j)
-      s.idx.push_back(j < g * B ? static_cast<uint8_t>(off[p + j / B] - lo + j % B) : 0);
+      s.idx.push_back(j < g * B ? static_cast<uint8_t>(off(p + j / B) - lo + j % B) : 0);
     p += g;
   }
   return s;
@@ -1538,11 +1539,7 @@ void nearest2d(const rsk::View5<T>& x, const int64_t* fh, int64_t Ho, const int6
   const int64_t px_bytes = C * static_cast<int64_t>(sizeof(T));
   PermSteps steps;
   const bool perm = cflat && !dup && px_bytes <= 16 && cpu_has_vbmi();
-  if (perm) {
-    std::vector<int64_t> off(static_cast<size_t>(Wo));
-    for (int64_t xo = 0; xo < Wo; ++xo) off[xo] = offw[xo] * static_cast<int64_t>(sizeof(T));
-    steps = perm_steps(off.data(), Wo, px_bytes);
-  }
+  if (perm) steps = perm_steps(offw.data(), sizeof(T), Wo, px_bytes);
 #endif
   const int nt = threads_for(rows * Lout, nthreads);
   const int64_t chunk = std::max<int64_t>(1, rows / (16 * nt));
@@ -1551,22 +1548,18 @@ void nearest2d(const rsk::View5<T>& x, const int64_t* fh, int64_t Ho, const int6
     // output row, already complete
     const T* prev_src = nullptr;
     const T* prev_out = nullptr;
+    auto source = [&](int64_t r) { return x.row(r / (M * Ho), fh[(r / M) % Ho], r % M); };
+    const T* next = source(r_lo);
     for (int64_t r = r_lo; r < r_hi; ++r) {
-      const int64_t m = r % M, yo = (r / M) % Ho, b = r / (M * Ho);
-      const T* src = x.row(b, fh[yo], m);
+      const T* src = next;
+      next = r + 1 < r_hi ? source(r + 1) : nullptr;
       T* d = out + r * Lout;
       if (src == prev_src) {
         std::memcpy(d, prev_out, static_cast<size_t>(Lout) * sizeof(T));
 #if defined(RS_AVX2)
-      } else if (perm) {
-        const T* next = nullptr;
-        if (r + 1 < r_hi) {  // (two or three rows ahead: no better after a pause)
-          const int64_t m1 = (r + 1) % M, yo1 = ((r + 1) / M) % Ho, b1 = (r + 1) / (M * Ho);
-          next = x.row(b1, fh[yo1], m1);
-          if (next == src) next = nullptr;
-        }
+      } else if (perm) {  // (prefetching two or three rows ahead: no better after a pause)
         perm_gather_row(reinterpret_cast<const uint8_t*>(src),
-                        reinterpret_cast<const uint8_t*>(next), steps,
+                        reinterpret_cast<const uint8_t*>(next == src ? nullptr : next), steps,
                         reinterpret_cast<uint8_t*>(d));
 #endif
       } else {
