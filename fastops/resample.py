@@ -16,6 +16,7 @@ coordinate rule the kernel knows, and :func:`apply_tables` runs the separable ap
 any set of axes with tables from anywhere (first, count, weights) in the same layout.
 """
 import dataclasses
+import itertools
 import math
 import operator
 import threading
@@ -239,6 +240,20 @@ _CACHE = {}
 _CACHE_ENTRIES = 64
 _CACHE_BYTES = 1 << 20
 _CACHE_LOCK = threading.Lock()
+_THREAD = threading.local()
+_THREAD_NUMBERS = itertools.count()
+
+
+def _thread_number():
+    """A number no other thread of this process ever gets.  threading.get_ident() is no
+    such number: a thread started after another one ended usually gets the ended one's
+    ident, and would reuse the tables that the ended thread's stream wrote, unordered
+    with its own stream."""
+    try:
+        return _THREAD.number
+    except AttributeError:
+        _THREAD.number = next(_THREAD_NUMBERS)     # (one bytecode: atomic under the GIL)
+        return _THREAD.number
 
 
 def axis_tables(be, recs, mode, ctm, nearest_mode, cubic_a, antialias, exclude_outside,
@@ -253,7 +268,7 @@ def axis_tables(be, recs, mode, ctm, nearest_mode, cubic_a, antialias, exclude_o
     where = None
     if be.name == "gpu":
         where = (be.xp.cuda.Device().id, be.xp.cuda.get_current_stream().ptr,
-                 threading.get_ident())
+                 _thread_number())
     for r in recs:
         key = (be.name, where, r.n_in, r.n_out, r.scale, r.out_width, r.roi, mode, ctm,
                nearest_mode, cubic_a, antialias, exclude_outside, np.dtype(wdtype).char)
