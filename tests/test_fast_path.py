@@ -184,6 +184,31 @@ def _cases():
         for size in [(640, 480), (200, 150), (133, 100)]:
             out.append(("fast_resize", f"cv.resize {dt.__name__} big {size}",
                         lambda x=big.astype(dt), z=size: fcv.resize(x, z)))
+    # the scatter family takes any size: threads without the GIL, pooled outputs (>= 1 MiB)
+    for dt in (np.float32, np.int8):
+        data = _data(rng, (700, 600), dt)
+        for axis, ishape in ((0, (500, 600)), (1, (700, 5)), (1, (700, 600))):
+            n = data.shape[axis]
+            idx = rng.integers(-n, n, ishape)
+            upd = _data(rng, ishape, dt)
+            out.append(("fast_gather_elements", f"gather_elements {np.dtype(dt)} big {ishape}",
+                        lambda d=data, i=idx, a=axis: fastops.gather_elements(d, i, a)))
+            for red in ("none", "add"):
+                out.append(("fast_scatter_elements",
+                            f"scatter_elements {np.dtype(dt)} big {ishape} {red}",
+                            lambda d=data, i=idx, u=upd, a=axis, r=red:
+                            fastops.scatter_elements(d, i, u, a, r)))
+        rows = _data(rng, (100000, 16), dt)
+        tuples = rng.integers(-100000, 100000, (50000, 1))
+        upd = _data(rng, (50000, 16), dt)
+        out.append(("fast_gather_nd", f"gather_nd {np.dtype(dt)} big",
+                    lambda d=rows, i=tuples: fastops.gather_nd(d, i)))
+        out.append(("fast_gather_nd", f"gather_nd {np.dtype(dt)} 200 rows of 200",
+                    lambda t=dt: fastops.gather_nd(np.ones((2, 200), t),
+                                                   np.zeros((200, 1), np.int64))))
+        for red in ("none", "add"):
+            out.append(("fast_scatter_nd", f"scatter_nd {np.dtype(dt)} big {red}",
+                        lambda d=rows, i=tuples, u=upd, r=red: fastops.scatter_nd(d, i, u, r)))
     return out
 
 
@@ -198,6 +223,14 @@ BAD = [
     ("cummax huge axis", lambda: fastops.cummax(np.ones(3, np.float32), 2 ** 70)),
     ("gather_elements bad index",
      lambda: fastops.gather_elements(np.ones((4, 4)), np.full((2, 4), 4), 0)),
+    ("gather_elements bad index, threads",
+     lambda: fastops.gather_elements(np.ones((400, 400)), np.full((400, 400), -401), 0)),
+    ("scatter_elements bad index, threads",
+     lambda: fastops.scatter_elements(np.ones((400, 400)), np.full((400, 400), 400),
+                                      np.ones((400, 400)), 1, "add")),
+    ("scatter_nd bad index, threads",
+     lambda: fastops.scatter_nd(np.ones((90000, 4)), np.full((9000, 1), 90000),
+                                np.ones((9000, 4)))),
     ("gather_nd bad index", lambda: fastops.gather_nd(np.ones((4, 4)), np.array([[1, -5]]))),
     ("scatter_elements bad index",
      lambda: fastops.scatter_elements(np.ones((4, 4)), np.full((2, 4), -5), np.ones((2, 4)))),
@@ -351,7 +384,6 @@ def test_uncovered_calls_decline(monkeypatch):
              lambda: fastops.scatter_elements(x, i.astype(np.uint8), x[:1], 0),
              lambda: fastops.gather_elements(x, i[:, :2], 0),        # offset tables
              lambda: fastops.scatter_nd(x > 1, np.array([[1]]), x[:1] > 0, "add"),
-             lambda: fastops.gather_nd(np.ones((2, 200)), np.zeros((200, 1), np.int64)),
              lambda: fastops.instance_norm(h[None], h[:, 0], h[:, 0]),
              lambda: fastops.instance_norm(x[None], x[:, 0], x[:, 0], 1),
              lambda: fastops.grid_sample(x[None, None], np.zeros((1, 2, 2, 2))),

@@ -285,6 +285,75 @@ def test_gather_elements_vector_steps(dtype, index_dtype, threads):
             fastops.gather_elements(data, idx, 0)
 
 
+# (data shape, indices shape, axis): the last axis with rows of 1-41 indices (row
+# walks of 2-15 as one flat walk, longer ones as spans), 1-D arrays, a short trailing
+# extent (2, 5) and the position count not a multiple of 8
+SHORT_ROWS = [((300, 80), (300, 5), 1), ((300, 80), (300, 1), 1), ((70, 40), (70, 15), 1),
+              ((70, 40), (70, 16), 1), ((33, 50), (33, 41), 1), ((5000,), (20001,), 0),
+              ((9,), (4,), 0), ((4, 300, 2), (4, 77, 2), 1), ((200, 5), (333, 5), 0),
+              ((3, 1, 90), (3, 1, 7), 2)]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float32", "float64"])
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided data"])
+def test_elements_short_rows(dtype, index_dtype, layout, threads):
+    """Index rows shorter than a line (the last axis: one walk over the slices, AVX2
+    gathers where each lane carries its own row; a short trailing extent: one flat walk)
+    against NumPy, 1-3 threads, negative indices, strided data; scatter_elements' last
+    axis (one span per slice, in order: duplicates resolve row-major)."""
+    rng = np.random.default_rng(41)
+    for shape, ishape, axis in SHORT_ROWS:
+        data = rng.integers(-100, 100, shape).astype(dtype)
+        if layout == "strided data":
+            data = np.flip(np.asfortranarray(data), axis=-1)
+        n = shape[axis]
+        idx = rng.integers(-n, n, ishape).astype(index_dtype)
+        pos = np.where(idx < 0, idx + n, idx).astype(np.int64)
+        upd = rng.integers(-100, 100, ishape).astype(dtype)
+        gwant = np.take_along_axis(data, pos, axis) if ishape[:axis] == shape[:axis] and \
+            ishape[axis + 1:] == shape[axis + 1:] else None
+        for nt in (1, 2, 3):
+            with threads(nt):
+                if gwant is not None:
+                    np.testing.assert_array_equal(fastops.gather_elements(data, idx, axis),
+                                                  gwant, err_msg=f"{shape} {ishape}")
+                for red in ("none", "add"):
+                    if ishape[:axis] != shape[:axis] or ishape[axis + 1:] != shape[axis + 1:]:
+                        if red == "none":
+                            continue  # (duplicates along a shared target: see below)
+                    np.testing.assert_array_equal(
+                        fastops.scatter_elements(data, idx, upd, axis, red),
+                        _numpy_scatter_elements(data, idx, upd, axis, red),
+                        err_msg=f"{shape} {ishape} {red}")
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_elements_short_rows_name_the_first_bad_index(index_dtype, threads):
+    """A bad index in any lane of a vector step, in a scalar tail or in the flat walk of
+    a short trailing extent: the lowest position is named whatever the threads, and the
+    inputs are untouched."""
+    for shape, ishape, axis in [((3000, 80), (3000, 5), 1), ((1000, 300, 2), (1000, 7, 2), 1),
+                                ((50000,), (40003,), 0)]:
+        data = np.zeros(shape, np.float32)
+        n = shape[axis]
+        count = int(np.prod(ishape))
+        for first in (count // 3 + 5, count // 2 + 3, count - 1):
+            flat = np.zeros(count, index_dtype)
+            flat[first + 1:] = -n - 5          # later positions bad too
+            flat[first] = n if first % 2 else -n - 1
+            idx = flat.reshape(ishape)
+            where = ", ".join(str(int(c)) for c in np.unravel_index(first, ishape))
+            upd = np.ones(ishape, np.float32)
+            for nt in (1, 2):
+                with threads(nt):
+                    with pytest.raises(IndexError, match=rf"indices\[{where}\] = {flat[first]}"):
+                        fastops.gather_elements(data, idx, axis)
+                    with pytest.raises(IndexError, match=rf"indices\[{where}\] = {flat[first]}"):
+                        fastops.scatter_elements(data, idx, upd, axis, "add")
+            assert not data.any()
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.float32, np.float64])
 def test_gather_elements_column_strips(dtype, threads):
     """Many index rows over a slab of many long data rows (> 8 MiB, the lines read

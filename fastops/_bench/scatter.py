@@ -30,6 +30,29 @@ def _elements_inputs():
             "updates": rng.standard_normal((500, 2000), dtype=np.float32)}
 
 
+def _elements_inputs_of(data_shape, index_shape, axis):
+    """Random data, indices into ``axis`` and updates for the elements workloads."""
+    def make():
+        rng = _rng()
+        return {"data": rng.standard_normal(data_shape, dtype=np.float32),
+                "indices": rng.integers(0, data_shape[axis], index_shape, dtype=np.int64),
+                "updates": rng.standard_normal(index_shape, dtype=np.float32)}
+    return make
+
+
+# Issue 14's short-row sweep: the elements ops along the last axis (per-anchor class
+# scores: 8400 anchors x 80 classes, 5 picked), over 1-D arrays (a take; a histogram-like
+# scatter-add) and with a short trailing extent, where every index row is a few
+# elements.  (name, data shape, indices shape, axis)
+SHORT_ROWS = [
+    ("8400x80 float32 idx 8400x5", (8400, 80), (8400, 5), 1),
+    ("2000x2000 float32 idx 2000x500", (2000, 2000), (2000, 500), 1),
+    ("10M float32 idx 1M", (10_000_000,), (1_000_000,), 0),
+    ("100k float32 idx 1M", (100_000,), (1_000_000,), 0),
+    ("1000x2000x2 float32 idx 1000x500x2", (1000, 2000, 2), (1000, 500, 2), 1),
+]
+
+
 @functools.lru_cache(maxsize=1)
 def _nd_data():
     """The 64 MB data array, shared by every scatter_nd/gather_nd workload (never written)."""
@@ -53,10 +76,12 @@ def _line_bytes(arr, starts, nbytes):
     return 64 * np.unique(lines[lines <= last[:, None]]).size
 
 
-def _gather_elements_bytes(inp):
-    """indices read, output written, and the lines of data the axis-0 reads touch."""
+def _gather_elements_bytes(inp, axis=0):
+    """indices read, output written, and the lines of data the reads touch."""
     d, i = inp["data"], inp["indices"]
-    offsets = (i * d.shape[1] + np.arange(i.shape[1])) * d.itemsize
+    coords = list(np.indices(i.shape, sparse=True))
+    coords[axis] = i
+    offsets = np.ravel_multi_index(coords, d.shape) * d.itemsize
     return i.nbytes + i.size * d.itemsize + _line_bytes(d, offsets.ravel(), d.itemsize)
 
 
@@ -91,21 +116,24 @@ def _gpu_fastops(fn, *names):
 
 
 # ------------------------------------------------------------ scatter_elements
-def _scatter_elements_workload(reduction):
+def _scatter_elements_workload(reduction, name="2000x2000 float32 idx 500x2000",
+                               make=_elements_inputs, axis=0):
     def fast(inp):
         d, i, u = inp["data"], inp["indices"], inp["updates"]
-        return lambda: fastops.scatter_elements(d, i, u, axis=0, reduction=reduction)
+        return lambda: fastops.scatter_elements(d, i, u, axis=axis, reduction=reduction)
 
     def numpy_impl(inp):
         d, i, u = inp["data"], inp["indices"], inp["updates"]
-        cols = np.broadcast_to(np.arange(d.shape[1]), i.shape)
+        coords = list(np.indices(i.shape, sparse=True))
+        coords[axis] = i
+        coords = tuple(coords)
 
         def run():
             out = d.copy()
             if reduction == "none":
-                np.put_along_axis(out, i, u, axis=0)
+                np.put_along_axis(out, i, u, axis=axis)
             else:
-                np.add.at(out, (i, cols), u)
+                np.add.at(out, coords, u)
             return out
         return run
 
@@ -113,25 +141,25 @@ def _scatter_elements_workload(reduction):
         return peers.ort_session(
             "ScatterElements", [("data", inp["data"]), ("indices", inp["indices"]),
                                 ("updates", inp["updates"])],
-            [("out", np.float32)], {"axis": 0, "reduction": reduction}, opset=18)
+            [("out", np.float32)], {"axis": axis, "reduction": reduction}, opset=18)
 
     def torch_impl(inp):
         torch, (d, i, u) = _torch_cpu(inp, "data", "indices", "updates")
         if reduction == "none":
-            return lambda: torch.scatter(d, 0, i, u)
-        return lambda: torch.scatter_add(d, 0, i, u)
+            return lambda: torch.scatter(d, axis, i, u)
+        return lambda: torch.scatter_add(d, axis, i, u)
 
     def torch_gpu(inp):
         torch, (d, i, u) = _torch_gpu(inp, "data", "indices", "updates")
         f = torch.scatter if reduction == "none" else torch.scatter_add
-        return peers.torch_gpu_call(lambda: f(d, 0, i, u))
+        return peers.torch_gpu_call(lambda: f(d, axis, i, u))
 
     return Workload(
-        name=f"scatter_elements 2000x2000 float32 idx 500x2000 axis=0 {reduction}",
-        op="scatter_elements", make=_elements_inputs,
+        name=f"scatter_elements {name} axis={axis} {reduction}",
+        op="scatter_elements", make=make, quick=make is _elements_inputs,
         impls={"fastops": fast, "numpy": numpy_impl, "onnxruntime": ort, "torch": torch_impl,
                "fastops-gpu": _gpu_fastops(
-                   lambda d, i, u: fastops.scatter_elements(d, i, u, 0, reduction),
+                   lambda d, i, u: fastops.scatter_elements(d, i, u, axis, reduction),
                    "data", "indices", "updates"),
                "torch-cuda": torch_gpu},
         bytes_moved=_scatter_bytes, heavy=True)
@@ -205,32 +233,33 @@ def _elements_inputs_slab():
             "indices": rng.integers(0, 512, (128, 20_000), dtype=np.int64)}
 
 
-def _gather_elements_workload(name="2000x2000 float32 idx 500x2000", make=_elements_inputs):
+def _gather_elements_workload(name="2000x2000 float32 idx 500x2000", make=_elements_inputs,
+                              axis=0):
     def ort(inp):
         return peers.ort_session("GatherElements", [("data", inp["data"]),
                                                     ("indices", inp["indices"])],
-                                 [("out", np.float32)], {"axis": 0}, opset=13)
+                                 [("out", np.float32)], {"axis": axis}, opset=13)
 
     def torch_impl(inp):
         torch, (d, i) = _torch_cpu(inp, "data", "indices")
-        return lambda: torch.gather(d, 0, i)
+        return lambda: torch.gather(d, axis, i)
 
     def torch_gpu(inp):
         torch, (d, i) = _torch_gpu(inp, "data", "indices")
-        return peers.torch_gpu_call(lambda: torch.gather(d, 0, i))
+        return peers.torch_gpu_call(lambda: torch.gather(d, axis, i))
 
     return Workload(
-        name=f"gather_elements {name} axis=0", op="gather_elements", make=make,
+        name=f"gather_elements {name} axis={axis}", op="gather_elements", make=make,
         quick=make is _elements_inputs,
         impls={"fastops": lambda inp: (lambda: fastops.gather_elements(
-                   inp["data"], inp["indices"], axis=0)),
+                   inp["data"], inp["indices"], axis=axis)),
                "numpy": lambda inp: (lambda: np.take_along_axis(
-                   inp["data"], inp["indices"], axis=0)),
+                   inp["data"], inp["indices"], axis=axis)),
                "onnxruntime": ort, "torch": torch_impl,
-               "fastops-gpu": _gpu_fastops(lambda d, i: fastops.gather_elements(d, i, 0),
+               "fastops-gpu": _gpu_fastops(lambda d, i: fastops.gather_elements(d, i, axis),
                                            "data", "indices"),
                "torch-cuda": torch_gpu},
-        bytes_moved=_gather_elements_bytes)
+        bytes_moved=lambda inp: _gather_elements_bytes(inp, axis))
 
 
 def _gather_nd_workload():
@@ -268,4 +297,9 @@ WORKLOADS = [
     _gather_elements_workload("512x20000 float32 idx 128x20000", _elements_inputs_slab),
     # issue 14's duplicate-density sweep (not in --quick)
     *[_scatter_nd_workload(r, d) for r in ("none", "add") for d in (200_000, 20_000, 16)],
+    # issue 14's short-row sweep (not in --quick)
+    *[_gather_elements_workload(n, _elements_inputs_of(ds, i, a), a)
+      for n, ds, i, a in SHORT_ROWS],
+    *[_scatter_elements_workload("add", n, _elements_inputs_of(ds, i, a), a)
+      for n, ds, i, a in SHORT_ROWS],
 ]

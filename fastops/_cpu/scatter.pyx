@@ -6,11 +6,12 @@ from libc.stdint cimport int32_t, int64_t
 
 cimport numpy as cnp
 
-from fastops._cpu._fast cimport (index_type, moves_bits, plain, plain_axis, prod,
-                                 reduction_code, same_dims, shape_of, small_output)
+from fastops._cpu._fast cimport (index_type, kPoolMinBytes, moves_bits, plain_any, plain_axis,
+                                 prod, reduction_code, same_dims, shape_of, small_output)
 from fastops._cpu._types cimport real
 
 from fastops._cpu import _pool
+from fastops._threads import get_num_threads
 
 cnp.import_array()
 
@@ -39,17 +40,18 @@ cdef extern from "scatter.hpp" namespace "fastops" nogil:
     int64_t scatter_elements_contiguous(int typenum, int itemsize, int index_typenum,
                                         const void* data, void* out, const void* idx,
                                         const void* upd, int64_t O, int64_t m, int64_t In,
-                                        int64_t n_axis, int reduction) except +
+                                        int64_t n_axis, int reduction, int nthreads) except +
     int64_t gather_elements_contiguous(int itemsize, int index_typenum, const void* data,
                                        const void* idx, int64_t O, int64_t m, int64_t In,
-                                       int64_t n_axis, void* out) except +
+                                       int64_t n_axis, void* out, int nthreads) except +
     int64_t scatter_nd_contiguous(int typenum, int itemsize, int index_typenum,
                                   const void* data, void* out, int64_t out_size,
                                   const void* idx, int64_t N, int k, const int64_t* dims,
-                                  const void* upd, int64_t S, int reduction) except +
+                                  const void* upd, int64_t S, int reduction,
+                                  int nthreads) except +
     int64_t gather_nd_contiguous(int itemsize, int index_typenum, const void* data,
                                  const void* idx, int64_t N, int k, const int64_t* dims,
-                                 int64_t S, void* out) except +
+                                 int64_t S, void* out, int nthreads) except +
 
 
 cdef inline size_t _addr(a):
@@ -142,8 +144,33 @@ cdef inline bint _elements_layout(cnp.ndarray data, cnp.ndarray indices, int ax)
     return True
 
 
+# The fast paths take C-contiguous arrays of any size (_fast.pxd): the general path's
+# Python (layout tables, validation) cost 8-16 us a call, a quarter of a 42k-element
+# last-axis gather.  Large calls run get_num_threads() threads without the GIL, as the
+# general path does; a bad index (or an output that cannot be allocated) hands the call
+# to the general path, which names it.
+cdef object _fresh(int nd, const cnp.npy_intp* dims, cnp.ndarray like):
+    """A new C-contiguous array of ``like``'s dtype: np.empty's, or from kPoolMinBytes the
+    block pool's (as the general path's be.empty); None where it cannot be had."""
+    cdef int64_t n = prod(dims, 0, nd)
+    if n > (1 << 56):
+        return None
+    try:
+        if n * cnp.PyArray_ITEMSIZE(like) < kPoolMinBytes:
+            return cnp.PyArray_EMPTY(nd, <cnp.npy_intp*>dims, cnp.PyArray_TYPE(like), 0)
+        return _pool.empty(tuple([dims[r] for r in range(nd)]), like.dtype)
+    except MemoryError:
+        return None
+
+
+cdef inline int _threads(int64_t work):
+    """One thread holding the GIL for small work (releasing it costs more), else the
+    configured count."""
+    return 1 if small_output(work) else get_num_threads()
+
+
 def fast_scatter_elements(data, indices, updates, axis, reduction, dict codes):
-    if not (plain(data) and plain(indices) and plain(updates)):
+    if not (plain_any(data) and plain_any(indices) and plain_any(updates)):
         return None
     cdef cnp.ndarray d = <cnp.ndarray>data, i = <cnp.ndarray>indices, u = <cnp.ndarray>updates
     cdef int nd = cnp.PyArray_NDIM(d), typenum = cnp.PyArray_TYPE(d)
@@ -154,18 +181,30 @@ def fast_scatter_elements(data, indices, updates, axis, reduction, dict codes):
             or not same_dims(cnp.PyArray_DIMS(u), cnp.PyArray_DIMS(i), nd)
             or not _elements_layout(d, i, ax)):
         return None
-    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(i)
-    cdef cnp.ndarray out = cnp.PyArray_EMPTY(nd, cnp.PyArray_DIMS(d), typenum, 0)
-    if scatter_elements_contiguous(typenum, itemsize, cnp.PyArray_TYPE(i), cnp.PyArray_DATA(d),
-                                   cnp.PyArray_DATA(out), cnp.PyArray_DATA(i),
-                                   cnp.PyArray_DATA(u), prod(dims, 0, ax), dims[ax],
-                                   prod(dims, ax + 1, nd), cnp.PyArray_DIMS(d)[ax], red) != -1:
+    out = _fresh(nd, cnp.PyArray_DIMS(d), d)
+    if out is None:
         return None
-    return out
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(i)
+    cdef const void* dp = cnp.PyArray_DATA(d)
+    cdef void* op = cnp.PyArray_DATA(<cnp.ndarray>out)
+    cdef const void* ip = cnp.PyArray_DATA(i)
+    cdef const void* up = cnp.PyArray_DATA(u)
+    cdef int itype = cnp.PyArray_TYPE(i)
+    cdef int64_t O = prod(dims, 0, ax), m = dims[ax], In = prod(dims, ax + 1, nd)
+    cdef int64_t n_axis = cnp.PyArray_DIMS(d)[ax], r
+    cdef int nt = _threads(max(cnp.PyArray_SIZE(d), cnp.PyArray_SIZE(i)))
+    if nt == 1:
+        r = scatter_elements_contiguous(typenum, itemsize, itype, dp, op, ip, up, O, m, In,
+                                        n_axis, red, 1)
+    else:
+        with nogil:
+            r = scatter_elements_contiguous(typenum, itemsize, itype, dp, op, ip, up, O, m, In,
+                                            n_axis, red, nt)
+    return out if r == -1 else None
 
 
 def fast_gather_elements(data, indices, axis):
-    if not (plain(data) and plain(indices)):
+    if not (plain_any(data) and plain_any(indices)):
         return None
     cdef cnp.ndarray d = <cnp.ndarray>data, i = <cnp.ndarray>indices
     cdef int nd = cnp.PyArray_NDIM(d), typenum = cnp.PyArray_TYPE(d)
@@ -175,17 +214,26 @@ def fast_gather_elements(data, indices, axis):
             or not _elements_layout(d, i, ax)):
         return None
     cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(i)
-    cdef cnp.ndarray out = cnp.PyArray_EMPTY(nd, dims, typenum, 0)
-    if gather_elements_contiguous(itemsize, cnp.PyArray_TYPE(i), cnp.PyArray_DATA(d),
-                                  cnp.PyArray_DATA(i), prod(dims, 0, ax), dims[ax],
-                                  prod(dims, ax + 1, nd), cnp.PyArray_DIMS(d)[ax],
-                                  cnp.PyArray_DATA(out)) != -1:
+    out = _fresh(nd, dims, d)
+    if out is None:
         return None
-    return out
+    cdef const void* dp = cnp.PyArray_DATA(d)
+    cdef void* op = cnp.PyArray_DATA(<cnp.ndarray>out)
+    cdef const void* ip = cnp.PyArray_DATA(i)
+    cdef int itype = cnp.PyArray_TYPE(i)
+    cdef int64_t O = prod(dims, 0, ax), m = dims[ax], In = prod(dims, ax + 1, nd)
+    cdef int64_t n_axis = cnp.PyArray_DIMS(d)[ax], r
+    cdef int nt = _threads(cnp.PyArray_SIZE(i))
+    if nt == 1:
+        r = gather_elements_contiguous(itemsize, itype, dp, ip, O, m, In, n_axis, op, 1)
+    else:
+        with nogil:
+            r = gather_elements_contiguous(itemsize, itype, dp, ip, O, m, In, n_axis, op, nt)
+    return out if r == -1 else None
 
 
 def fast_scatter_nd(data, indices, updates, reduction, dict codes):
-    if not (plain(data) and plain(indices) and plain(updates)):
+    if not (plain_any(data) and plain_any(indices) and plain_any(updates)):
         return None
     cdef cnp.ndarray d = <cnp.ndarray>data, i = <cnp.ndarray>indices, u = <cnp.ndarray>updates
     cdef int nd = cnp.PyArray_NDIM(d), typenum = cnp.PyArray_TYPE(d)
@@ -199,17 +247,31 @@ def fast_scatter_nd(data, indices, updates, reduction, dict codes):
             or not same_dims(cnp.PyArray_DIMS(u), cnp.PyArray_DIMS(i), qd - 1) \
             or not same_dims(cnp.PyArray_DIMS(u) + qd - 1, cnp.PyArray_DIMS(d) + k, nd - k):
         return None
-    cdef cnp.ndarray out = cnp.PyArray_EMPTY(nd, cnp.PyArray_DIMS(d), typenum, 0)
-    if scatter_nd_contiguous(typenum, itemsize, cnp.PyArray_TYPE(i), cnp.PyArray_DATA(d),
-                             cnp.PyArray_DATA(out), cnp.PyArray_SIZE(d), cnp.PyArray_DATA(i),
-                             prod(cnp.PyArray_DIMS(i), 0, qd - 1), k, shape_of(d),
-                             cnp.PyArray_DATA(u), prod(cnp.PyArray_DIMS(d), k, nd), red) != -1:
+    out = _fresh(nd, cnp.PyArray_DIMS(d), d)
+    if out is None:
         return None
-    return out
+    cdef const void* dp = cnp.PyArray_DATA(d)
+    cdef void* op = cnp.PyArray_DATA(<cnp.ndarray>out)
+    cdef const void* ip = cnp.PyArray_DATA(i)
+    cdef const void* up = cnp.PyArray_DATA(u)
+    cdef int itype = cnp.PyArray_TYPE(i)
+    cdef int64_t size = cnp.PyArray_SIZE(d), N = prod(cnp.PyArray_DIMS(i), 0, qd - 1)
+    cdef int64_t S = prod(cnp.PyArray_DIMS(d), k, nd), r
+    cdef const int64_t* shape = shape_of(d)
+    cdef int nt = _threads(max(size, cnp.PyArray_SIZE(u)))
+    if nt == 1:
+        r = scatter_nd_contiguous(typenum, itemsize, itype, dp, op, size, ip, N, k, shape, up,
+                                  S, red, 1)
+    else:
+        with nogil:
+            r = scatter_nd_contiguous(typenum, itemsize, itype, dp, op, size, ip, N, k, shape,
+                                      up, S, red, nt)
+    return out if r == -1 else None
 
 
 def fast_gather_nd(data, indices, batch_dims):
-    if not (plain(data) and plain(indices)) or type(batch_dims) is not int or batch_dims != 0:
+    if not (plain_any(data) and plain_any(indices)) or type(batch_dims) is not int \
+            or batch_dims != 0:
         return None
     cdef cnp.ndarray d = <cnp.ndarray>data, i = <cnp.ndarray>indices
     cdef int nd = cnp.PyArray_NDIM(d), typenum = cnp.PyArray_TYPE(d)
@@ -217,8 +279,8 @@ def fast_gather_nd(data, indices, batch_dims):
     if qd == 0 or not moves_bits(typenum, itemsize) or not index_type(i):
         return None
     cdef int k = <int>cnp.PyArray_DIMS(i)[qd - 1]     # >= 1: indices is not empty
-    if k > nd or qd - 1 + nd - k > 64 or not small_output(             # (NPY_MAXDIMS)
-            prod(cnp.PyArray_DIMS(i), 0, qd - 1) * prod(cnp.PyArray_DIMS(d), k, nd)):
+    cdef int64_t N = prod(cnp.PyArray_DIMS(i), 0, qd - 1), S = prod(cnp.PyArray_DIMS(d), k, nd)
+    if k > nd or qd - 1 + nd - k > 64 or (S and N > (1 << 56) // S):   # (NPY_MAXDIMS)
         return None
     cdef cnp.npy_intp out_dims[64]
     cdef int r
@@ -226,10 +288,19 @@ def fast_gather_nd(data, indices, batch_dims):
         out_dims[r] = cnp.PyArray_DIMS(i)[r]
     for r in range(k, nd):
         out_dims[qd - 1 + r - k] = cnp.PyArray_DIMS(d)[r]
-    cdef cnp.ndarray out = cnp.PyArray_EMPTY(qd - 1 + nd - k, out_dims, typenum, 0)
-    if gather_nd_contiguous(itemsize, cnp.PyArray_TYPE(i), cnp.PyArray_DATA(d),
-                            cnp.PyArray_DATA(i), prod(cnp.PyArray_DIMS(i), 0, qd - 1), k,
-                            shape_of(d), prod(cnp.PyArray_DIMS(d), k, nd),
-                            cnp.PyArray_DATA(out)) != -1:
+    out = _fresh(qd - 1 + nd - k, out_dims, d)
+    if out is None:
         return None
-    return out
+    cdef const void* dp = cnp.PyArray_DATA(d)
+    cdef void* op = cnp.PyArray_DATA(<cnp.ndarray>out)
+    cdef const void* ip = cnp.PyArray_DATA(i)
+    cdef int itype = cnp.PyArray_TYPE(i)
+    cdef const int64_t* shape = shape_of(d)
+    cdef int64_t res
+    cdef int nt = _threads(N * S)
+    if nt == 1:
+        res = gather_nd_contiguous(itemsize, itype, dp, ip, N, k, shape, S, op, 1)
+    else:
+        with nogil:
+            res = gather_nd_contiguous(itemsize, itype, dp, ip, N, k, shape, S, op, nt)
+    return out if res == -1 else None
