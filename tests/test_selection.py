@@ -600,3 +600,46 @@ def test_cumext_carry_hostile_carries_and_strided_views():
                       np.empty((2, 2, 4), np.float32), np.empty((2, 3, 4), np.int64), 1)
     with pytest.raises(ValueError, match="cumext_last: the outputs"):
         k.cumext_last(x, True, 0, np.empty((2, 3), np.float32), np.empty((2, 4), np.int64), 1)
+
+
+def test_float16_converts_like_numpy_in_every_build(threads):
+    """topk and cummax/cummin compare float16 in float32: a C-contiguous float16 input
+    is converted on the pool's threads (include/selection.hpp half_to_float: F16C in the
+    x86-64-v3/v4 builds, bit by bit in the baseline one).  Every one of the 65536 bit
+    patterns (subnormals, infinities, quiet and signaling NaNs with their payloads)
+    against NumPy's astype, in every build this CPU runs, 1-2 threads; then topk and
+    cummax on float16 against their float32 results."""
+    import importlib
+
+    from fastops import _dispatch
+    from fastops._cpu import _runtime
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    want = bits.view(np.float16).astype(np.float32).view(np.uint32)
+    modules = ["fastops._cpu.selection"] + [
+        f"fastops._cpu.{subdir}.selection" for _, subdir, runs in _dispatch.SIMD_BUILDS
+        if getattr(_runtime, runs)()]
+    tried = 0
+    for name in modules:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:       # (selection has no build for this target)
+            continue
+        tried += 1
+        for n in (1, 2):
+            got = np.empty(bits.size, np.float32)
+            mod.half_to_float32(bits, got, n)
+            np.testing.assert_array_equal(got.view(np.uint32), want, err_msg=f"{name} {n}")
+    assert tried >= 1
+    x = bits.view(np.float16).reshape(256, 256)
+    for n in (1, 2):
+        with threads(n):
+            v, i = fastops.topk(x, 7, 1)
+            v32, i32 = fastops.topk(x.astype(np.float32), 7, 1)
+            np.testing.assert_array_equal(i, i32)
+            np.testing.assert_array_equal(v.view(np.uint16),
+                                          np.take_along_axis(x, i, 1).view(np.uint16))
+            c, ci = fastops.cummax(x, 0)
+            c32, ci32 = fastops.cummax(x.astype(np.float32), 0)
+            np.testing.assert_array_equal(ci, ci32)
+            np.testing.assert_array_equal(c.view(np.uint16),
+                                          np.take_along_axis(x, ci, 0).view(np.uint16))

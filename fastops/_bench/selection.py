@@ -140,6 +140,9 @@ WORKLOADS = [
       for r, n, k in [(100_000, 20, 1), (100_000, 20, 5), (20_000, 80, 1), (20_000, 80, 5),
                       (20_000, 91, 10), (8400, 80, 2), (10_000, 1000, 100),
                       (64, 20_000, 2000), (8, 100_000, 5000), (1, 1_000_000, 10)]],
+    # float16 scores (a half-precision model's output), found by the twenty-eighth
+    # session's scan: converted to float32 by NumPy before the kernel (docs/performance.md)
+    _topk_workload(2000, 1000, 10, np.float16, quick=False),
     _cum_workload("cummax", 0), _cum_workload("cummax", 1),
     _cum_workload("cummin", 0), _cum_workload("cummin", 1),
     _nonzero_workload("float32"), _nonzero_workload("bool"),

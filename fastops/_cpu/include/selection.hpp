@@ -1299,4 +1299,53 @@ inline void nonzero_fill_contiguous(const uint64_t* bits, int64_t size, int ndim
   nonzero_fill(bits, size, ndim, shape, 1, &first, nnz, out, 1);
 }
 
+// ------------------------------------------------------------------ float16 input
+// topk and cummax/cummin compare float16 in float32 (exact): the conversion of a
+// C-contiguous float16 array, in parallel, by F16C where the build has it (the
+// x86-64-v3/v4 builds), else bit by bit.  NumPy's astype ran on one thread at ~1.3 ns an
+// element: 2.6 ms of a 2000x1000 k=10 topk that took 6.9 ms hot against onnxruntime's
+// 3.3.
+inline float half_bits_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu, bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (man << 13);          // inf, NaN (payload kept)
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);  // normal: rebias 15 -> 127
+  } else if (man == 0) {
+    bits = sign;                                      // +-0
+  } else {                                            // subnormal: normalize
+    int e = -1;
+    do {
+      man <<= 1;
+      ++e;
+    } while (!(man & 0x400u));
+    bits = sign | static_cast<uint32_t>(112 - e) << 23 | ((man & 0x3FFu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+inline void half_to_float(const uint16_t* src, float* dst, int64_t n, int nthreads) {
+  const int nt = threads_for(n, nthreads);
+  parallel_for(n, chunk_for(n, nt, 2), nt, [&](int64_t b, int64_t e, int) {
+    int64_t i = b;
+#if defined(__F16C__)
+    // (F16C quiets signaling NaNs; NumPy's astype keeps their bits: steps with an inf or
+    // NaN go bit by bit)
+    const __m128i exp = _mm_set1_epi16(0x7C00);
+    for (; i + 8 <= e; i += 8) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+      if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, exp), exp))) {
+        for (int64_t j = i; j < i + 8; ++j) dst[j] = half_bits_to_float(src[j]);
+      } else {
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+      }
+    }
+#endif
+    for (; i < e; ++i) dst[i] = half_bits_to_float(src[i]);
+  });
+}
+
 }  // namespace fastops
