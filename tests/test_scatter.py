@@ -328,6 +328,59 @@ def test_elements_short_rows(dtype, index_dtype, layout, threads):
                         err_msg=f"{shape} {ishape} {red}")
 
 
+@pytest.mark.parametrize("dtype", ["int8", "float32", "float64"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided data"])
+def test_scatter_elements_long_slices(dtype, layout, threads):
+    """Last-axis slices of over 512 KiB with fewer slices than threads are split into
+    target ranges, each part reading every index and applying its own (the others go to
+    sinks, branch-free); slices with many updates take the slice path without parts.
+    Every reduction against NumPy's ufunc.at in row-major order (random floats: the sums
+    are exact only in that order), hot duplicated targets, negative indices, 1-3 threads,
+    one slice and two slices on three threads."""
+    rng = np.random.default_rng(43)
+    n = (600 << 10) // np.dtype(dtype).itemsize + 7
+    for shape, ishape in [((n,), (50_003,)), ((2, n), (2, 30_001)), ((4, 1000), (4, 9000))]:
+        data = _rand(rng, shape, dtype)
+        if layout == "strided data":
+            data = np.flip(data, axis=-1)
+        size = shape[-1]
+        idx = rng.integers(-size, size, ishape)
+        idx[..., ::7] = -1                   # a hot target at each slice's end
+        idx[..., 3::11] = size // 2          # and one at the parts' boundary
+        upd = _rand(rng, ishape, dtype)
+        for reduction in REDUCTIONS:
+            want = _numpy_scatter_elements_fast(data, idx, upd, reduction)
+            for nt in (1, 2, 3):
+                with threads(nt):
+                    got = fastops.scatter_elements(data, idx, upd, -1, reduction)
+                np.testing.assert_array_equal(got, want, err_msg=f"{shape} {reduction} {nt}")
+    data = np.zeros(n, np.float32)
+    idx = np.zeros(40_000, np.int64)
+    idx[30_000:] = n
+    idx[25_001] = -n - 1
+    for nt in (1, 2, 3):
+        with threads(nt):
+            with pytest.raises(IndexError, match=rf"indices\[25001\] = {-n - 1}"):
+                fastops.scatter_elements(data, idx, np.ones(40_000, np.float32), 0, "add")
+    assert not data.any()
+
+
+def _numpy_scatter_elements_fast(data, idx, upd, reduction):
+    """scatter_elements along the last axis by NumPy: ufunc.at in row-major order, and
+    for "none" the last update of each target (np.unique on the reversed positions)."""
+    out = data.copy()
+    size = data.shape[-1]
+    for o in np.ndindex(*idx.shape[:-1]):
+        pos, u = idx[o] % size, upd[o]
+        if reduction == "none":
+            targets, last = np.unique(pos[::-1], return_index=True)
+            out[o][targets] = u[::-1][last]
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                _UFUNC_AT[reduction].at(out[o], pos, u)
+    return out
+
+
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
 def test_elements_short_rows_name_the_first_bad_index(index_dtype, threads):
     """A bad index in any lane of a vector step, in a scalar tail or in the flat walk of

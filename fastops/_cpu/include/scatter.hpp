@@ -134,6 +134,16 @@ constexpr int64_t kRandomAccessUnits = 8;
 constexpr int64_t kGatherAhead = 32;
 constexpr int64_t kRowsAhead = 32;
 
+// Index rows shorter than kFlatRow elements (a small trailing extent In; the last axis
+// with few indices) run flat: positions of idx in row-major order, (o, j, i) carried as
+// counters (gather: FlatPos; scatter: scatter_flat_rows), where a call per row cost more
+// than its few elements (torch.gather, 2 threads, hot: 8400x80 idx 8400x5 axis 1 0.131
+// against 0.032 ms; 1000x2000x2 idx 1000x500x2 axis 1 3.0 against 1.26).  (Prefetching
+// each read kGatherAhead positions early, as gather_span does, through a second FlatPos:
+// about 2x slower on those two, whose data is in cache: 0.151 against 0.077 ms, 2.30
+// against 1.23.)
+constexpr int64_t kFlatRow = 16;
+
 // Prefetch a row of S elements by its first and last line (the lines between follow
 // the copy's own stream); Write = 1 for a row about to be modified; Locality as
 // __builtin_prefetch's (3: PREFETCHT0, into L1; 2: PREFETCHT1, into L2).
@@ -143,7 +153,6 @@ inline void prefetch_row(const T* row, int64_t S) {
   __builtin_prefetch(p, Write, Locality);
   __builtin_prefetch(p + sizeof(T) * S - 1, Write, Locality);
 }
-
 
 // First position of idx[b:e] out of [-n, n), else kNoBad.  A branch-free OR over a block
 // first (vectorizes), the exact position only for a block that has a bad one.
@@ -258,6 +267,94 @@ inline int64_t scatter_unit_row(T* base, const I* ij, const T* uj, int64_t i0, i
   return kNoBad;
 }
 
+// The updates of a last-axis slice (inner stride 0) whose targets fall in [lo, hi): where
+// there are fewer slices than threads (1-D arrays) and a slice is larger than
+// kCachedSlice, its range is split among them.  Each part reads every index in order and
+// applies its own, branch-free: the others go to a ring of sinks (an if, or a pointer
+// select that GCC compiles as one, mispredicted on a random half of the targets: 4.8x
+// slower; one sink chained every update through store forwarding), so each target still
+// sees its updates in row-major order.  Only the part's own targets are prefetched, for
+// write: another core's lines would be taken from it.
+constexpr int64_t kSinks = 16;
+
+template <typename T, typename I, int Red>
+inline int64_t scatter_span_part(T* base, const I* ij, const T* uj, int64_t m, int64_t s_axis,
+                                 int64_t n_axis, int64_t lo, int64_t hi, int64_t row) {
+  T sinks[kSinks] = {};
+  const uint64_t width = static_cast<uint64_t>(hi - lo);
+  int64_t first_bad = kNoBad;
+  for (int64_t i = 0; i < m; ++i) {
+    if (i + kGatherAhead < m) {
+      const int64_t a = norm_index(ij[i + kGatherAhead], n_axis);
+      __builtin_prefetch(base + (static_cast<uint64_t>(a - lo) < width ? a : lo) * s_axis, 1, 2);
+    }
+    const int64_t v = norm_index(ij[i], n_axis);
+    if (v < 0) {  // never write outside; the caller raises
+      first_bad = std::min(first_bad, row + i);
+      continue;
+    }
+    const uintptr_t own = reinterpret_cast<uintptr_t>(base + v * s_axis);
+    const uintptr_t sink = reinterpret_cast<uintptr_t>(sinks + (i & (kSinks - 1)));
+    const uintptr_t mine = uintptr_t(0) - uintptr_t(static_cast<uint64_t>(v - lo) < width);
+    T* p = reinterpret_cast<T*>(sink ^ ((own ^ sink) & mine));
+    *p = reduce_op<T, Red>(*p, uj[i]);
+  }
+  return first_bad;
+}
+
+// A last-axis slice of at most this many bytes stays in L2 while its updates land: no
+// prefetches (they cost more than they hide: 1-D 100k float32, idx 1M "add", a C++
+// harness, one thread, 1.31 ms without, 2.0 with) and no parts (splitting it gained
+// nothing: each part pays the whole index loop).  Above it, parts on two threads with
+// the prefetches: 1M target 2.9-4.3 -> 2.2 ms, 10M 8.0-8.4 -> 4.7-5.0 (harness, 2
+// threads).
+constexpr int64_t kCachedSlice = int64_t(512) << 10;
+
+// Part `part` of `parts` of a last-axis slice at base (+ inner) with many updates (larger
+// than kCachedSlice, or kLongSpan updates or more): own (or null) is its data, copied in
+// first.  Apart from scatter_elements_apply's loop (noinline): the loop of short slices
+// stays as it was (with these paths inlined, and with no prefetches there, 8400x80
+// float32, idx 8400x5 axis 1 "add", hot, ran 1.16-1.23x slower).
+constexpr int64_t kLongSpan = 4096;
+
+template <typename T, typename I, int Red>
+__attribute__((noinline)) int64_t scatter_slice(T* base, const I* ir, const T* ur, int64_t m,
+                                                int64_t inner, int64_t s_axis, int64_t n_axis,
+                                                int64_t part, int64_t parts, bool cached,
+                                                const T* own, int64_t row) {
+  const int64_t lo = n_axis * part / parts, hi = n_axis * (part + 1) / parts;
+  if (own) std::memcpy(base + lo, own + lo, sizeof(T) * static_cast<size_t>(hi - lo));
+  base += inner;
+  if (parts > 1) return scatter_span_part<T, I, Red>(base, ir, ur, m, s_axis, n_axis, lo, hi, row);
+  return cached ? scatter_span<false, T, I, Red, false>(base, ir, ur, 0, m, s_axis, 0, nullptr,
+                                                         n_axis, row)
+                : scatter_span<false, T, I, Red>(base, ir, ur, 0, m, s_axis, 0, nullptr, n_axis,
+                                                 row);
+}
+
+// The updates of index rows (o, j, 0 .. In) for j in [0, m), In < kFlatRow, into
+// base[v * s_axis + i]: one walk over the m * In positions in row-major order, the column
+// i carried in a counter, so each target still sees its updates in row order.  (A call
+// of scatter_unit_row per row of In = 2 ran at 1.8-2.2 ms on 1000x2000x2 float32, idx
+// 1000x500x2 axis 1 "add", hot.)
+template <typename T, typename I, int Red>
+inline int64_t scatter_flat_rows(T* base, const I* ir, const T* ur, int64_t m, int64_t In,
+                                 int64_t s_axis, int64_t n_axis, int64_t row) {
+  int64_t first_bad = kNoBad;
+  const int64_t count = m * In;
+  for (int64_t p = 0, i = 0; p < count; ++p) {
+    const int64_t v = norm_index(ir[p], n_axis);
+    if (v < 0) {
+      first_bad = std::min(first_bad, row + p);
+    } else {
+      T* t = base + v * s_axis + i;
+      *t = reduce_op<T, Red>(*t, ur[p]);
+    }
+    i = i + 1 == In ? 0 : i + 1;
+  }
+  return first_bad;
+}
+
 // Duplicates can only meet inside one (o, i) column of the indices (the target keeps o
 // and i), so columns are split among threads and each walks j in order: deterministic,
 // row-major "last wins", with no duplicate detection.  Tasks are (o, block of i): a
@@ -273,7 +370,12 @@ int64_t scatter_elements_apply(T* out, const I* idx, const T* upd,
                                const int64_t* inner_off, int64_t s_outer, int64_t s_inner,
                                int64_t s_axis, int64_t n_axis, const T* own_slices, int nt) {
   const int64_t bi = col_block(In, O, nt);
-  const int64_t nblk = (In + bi - 1) / bi;
+  // blocks of columns; along the last axis, parts of each slice's range where there are
+  // fewer slices than threads (scatter_span_part)
+  const bool cached = n_axis * s_axis * static_cast<int64_t>(sizeof(T)) <= kCachedSlice;
+  const int64_t nblk = In != 1  ? (In + bi - 1) / bi
+                       : cached ? 1
+                                : std::min<int64_t>(std::max<int64_t>((nt + O - 1) / O, 1), n_axis);
   const int64_t tasks = O * nblk;
   const int64_t grain = chunk_for(tasks, nt);
   const bool unit = !inner_off && s_inner == 1;   // the common contiguous case, compiled apart
@@ -286,11 +388,23 @@ int64_t scatter_elements_apply(T* out, const I* idx, const T* upd,
       const I* ir = idx + o * m * In;
       const T* ur = upd + o * m * In;
       if (In == 1) {  // the last axis: the slice's indices as one span, in order
-        if (own_slices)
-          std::memcpy(base, own_slices + o * s_outer, sizeof(T) * static_cast<size_t>(n_axis));
+        const T* own = own_slices ? own_slices + o * s_outer : nullptr;
+        const int64_t inner = inner_off ? inner_off[0] : 0;
+        if (!cached || m >= kLongSpan) {
+          first_bad = std::min(first_bad, scatter_slice<T, I, Red>(base, ir, ur, m, inner, s_axis,
+                                                                   n_axis, task % nblk, nblk,
+                                                                   cached, own, o * m));
+          continue;
+        }
+        if (own) std::memcpy(base, own, sizeof(T) * static_cast<size_t>(n_axis));
         first_bad = std::min(first_bad, scatter_span<false, T, I, Red>(
-                                            base + (inner_off ? inner_off[0] : 0), ir, ur, 0, m,
-                                            s_axis, 0, nullptr, n_axis, o * m));
+                                            base + inner, ir, ur, 0, m, s_axis, 0, nullptr, n_axis,
+                                            o * m));
+        continue;
+      }
+      if (unit && In < kFlatRow && nblk == 1) {
+        first_bad = std::min(first_bad, scatter_flat_rows<T, I, Red>(base, ir, ur, m, In, s_axis,
+                                                                     n_axis, o * m * In));
         continue;
       }
       for (int64_t j = 0; j < m; ++j) {
@@ -400,15 +514,19 @@ int64_t scatter_elements_tiles(const T* data, T* out, const I* idx, const T* upd
       if (In == 1)    // the last axis: the slice's indices as one span (see _apply)
         first_bad = std::min(first_bad, scatter_span<false, T, I, Red, false>(
                                             tile, ir, ur, 0, m, 1, 0, nullptr, n_axis, o * m));
-      for (int64_t j = 0; j < m && In > 1; ++j) {
-        if (j + kTileRowsAhead < m) {
-          prefetch_segment<0, 2>(ir + (j + kTileRowsAhead) * In, tw);
-          prefetch_segment<0, 2>(ur + (j + kTileRowsAhead) * In, tw);
+      else if (tw == In && In < kFlatRow)   // short whole rows
+        first_bad = std::min(first_bad, scatter_flat_rows<T, I, Red>(tile, ir, ur, m, In, In,
+                                                                     n_axis, o * m * In));
+      else
+        for (int64_t j = 0; j < m; ++j) {
+          if (j + kTileRowsAhead < m) {
+            prefetch_segment<0, 2>(ir + (j + kTileRowsAhead) * In, tw);
+            prefetch_segment<0, 2>(ur + (j + kTileRowsAhead) * In, tw);
+          }
+          const int64_t b = scatter_unit_row<T, I, Red, false>(
+              tile, ir + j * In, ur + j * In, 0, tw, tw, n_axis, (o * m + j) * In + i0);
+          first_bad = std::min(first_bad, b);
         }
-        const int64_t b = scatter_unit_row<T, I, Red, false>(
-            tile, ir + j * In, ur + j * In, 0, tw, tw, n_axis, (o * m + j) * In + i0);
-        first_bad = std::min(first_bad, b);
-      }
       for (int64_t v = 0; v < rows; ++v)
         stream_copy(dst + v * In, tile + v * len, sizeof(T) * len);
     }
@@ -708,16 +826,6 @@ int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t
   });
   return bad.first() == kNoBad ? -1 : bad.first();
 }
-
-// Index rows shorter than kFlatRow elements (a small trailing extent In; the last axis
-// with few indices) run flat: positions [p0, p1) of idx in row-major order, (o, j, i)
-// carried as counters (FlatPos), where a task per row cost a call and three divisions
-// per few elements (torch.gather, 2 threads, hot: 8400x80 idx 8400x5 axis 1 0.131
-// against 0.032 ms; 1000x2000x2 idx 1000x500x2 axis 1 3.0 against 1.26).  (Prefetching
-// each read kGatherAhead positions early, as gather_span does, through a second FlatPos:
-// about 2x slower on those two, whose data is in cache: 0.151 against 0.077 ms, 2.30
-// against 1.23.)
-constexpr int64_t kFlatRow = 16;
 
 // Position p of a flat walk over idx viewed as (O, m, In): the offset of its data slice
 // (outer) and its inner index i.
