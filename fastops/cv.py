@@ -181,7 +181,7 @@ def _area_float(be, x3, o3, scale_x, scale_y, what):
     resize2d), horizontal pass first: OpenCV's resizeArea_ sums operation for operation
     (float32; float64 for float64 images)."""
     wdt = np.dtype(np.float64 if x3.dtype == np.float64 else np.float32)
-    xin = x3 if x3.dtype == wdt else x3.astype(wdt)
+    xin = x3 if x3.dtype == wdt else be.element_view(x3, wdt)
     h, w, C = x3.shape
     dh, dw, _ = o3.shape
     th = _area_table(be, h, dh, scale_y, wdt, what)
@@ -211,7 +211,7 @@ def _nearest(be, x3, o3, dh, dw, inv_sx, inv_sy, exact):
 def _area_fast(be, x3, o3, isx, isy, what):
     if x3.dtype == np.float16:
         t = be.empty(o3.shape, np.float32, sized_by=what)
-        be.run("cv_resize", "area_fast", _pixels(be, x3.astype(np.float32)), isx, isy, t)
+        be.run("cv_resize", "area_fast", _pixels(be, be.element_view(x3, np.float32)), isx, isy, t)
         o3[...] = t
         return
     be.run("cv_resize", "area_fast", _pixels(be, x3), isx, isy, o3)
@@ -255,7 +255,7 @@ def _dispatch_modes(be, x3, o3, dh, dw, inv_sx, inv_sy, interp, what):
         return
     if dt == np.float16:                   # computed in float32, rounded back
         t = be.empty(o3.shape, np.float32, sized_by=what)
-        be.run("cv_resize", "resize_float", _pixels(be, x3.astype(np.float32)), scale_x,
+        be.run("cv_resize", "resize_float", _pixels(be, be.element_view(x3, np.float32)), scale_x,
                inv_sx, scale_y, inv_sy, interp, t)
         o3[...] = t
         return

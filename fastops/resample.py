@@ -438,7 +438,7 @@ def apply_tables(be, x, axes, tables, nearest, what=OP):
     wdtype = tables[0].weights.dtype
     if len(pairs) == 1:
         return _step(be, x, axes, tables, False, wdtype, what)
-    cur = x if x.dtype == wdtype else x.astype(wdtype)
+    cur = x if x.dtype == wdtype else be.element_view(x, wdtype)
     for p in pairs:
         cur = _step(be, cur, [axes[i] for i in p], [tables[i] for i in p], False, wdtype,
                     what)
@@ -771,7 +771,7 @@ def _run_plan(be, x, plan):
         out = _apply_plan(be, x.view(_BITS[x.itemsize]), plan).view(x.dtype)
     else:
         half = x.dtype.char == "e"  # (float16; `x.dtype == np.float16` costs 0.3 us)
-        out = _apply_plan(be, x.astype(np.float32) if half else x, plan)
+        out = _apply_plan(be, be.element_view(x, np.float32) if half else x, plan)
         if half:
             out = out.astype(np.float16)
     if plan.tf_crop:

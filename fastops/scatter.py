@@ -186,7 +186,7 @@ def _scatter_elements(op, data, indices, updates, axis, reduction, in_place=Fals
     in_place = in_place and xp is np and data.dtype == cdt
     if indices.size == 0:
         return be.wrap(data if in_place else _new_copy(xp, data))
-    src = data.astype(cdt) if data.dtype != cdt else data
+    src = be.element_view(data, cdt) if data.dtype != cdt else data
     out = data if in_place else be.empty(data.shape, cdt)
     n_axis = int(data.shape[ax])
     if out.size == 0:   # then n_axis == 0 (the other dims bound indices), all are bad
@@ -359,7 +359,7 @@ def scatter_nd(data: Array, indices: Array, updates: Array,
     if N == 0:
         return be.wrap(_new_copy(xp, data))
     kdt, cdt, kred = _kernel_types(data.dtype, red)
-    src = data.astype(cdt) if data.dtype != cdt else data
+    src = be.element_view(data, cdt) if data.dtype != cdt else data
     out = be.empty(data.shape, cdt)
     if src.flags.c_contiguous:
         src_flat = src.reshape(-1).view(kdt) if src.size else None

@@ -603,33 +603,28 @@ def test_cumext_carry_hostile_carries_and_strided_views():
 
 
 def test_float16_converts_like_numpy_in_every_build(threads):
-    """topk and cummax/cummin compare float16 in float32: a C-contiguous float16 input
-    is converted on the pool's threads (include/selection.hpp half_to_float: F16C in the
-    x86-64-v3/v4 builds, bit by bit in the baseline one).  Every one of the 65536 bit
-    patterns (subnormals, infinities, quiet and signaling NaNs with their payloads)
-    against NumPy's astype, in every build this CPU runs, 1-2 threads; then topk and
+    """Ops that compute float16 in float32 convert a C-contiguous float16 input on the
+    pool's threads (Backend.element_view -> include/half.hpp in the runtime module: F16C
+    where the CPU has it, bit by bit otherwise).  Every one of the 65536 bit patterns
+    (subnormals, infinities, quiet and signaling NaNs with their payloads) against
+    NumPy's astype, both ways, 1-2 threads, and through element_view; then topk and
     cummax on float16 against their float32 results."""
-    import importlib
-
     from fastops import _dispatch
     from fastops._cpu import _runtime
     bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
     want = bits.view(np.float16).astype(np.float32).view(np.uint32)
-    modules = ["fastops._cpu.selection"] + [
-        f"fastops._cpu.{subdir}.selection" for _, subdir, runs in _dispatch.SIMD_BUILDS
-        if getattr(_runtime, runs)()]
-    tried = 0
-    for name in modules:
-        try:
-            mod = importlib.import_module(name)
-        except ImportError:       # (selection has no build for this target)
-            continue
-        tried += 1
+    for f16c in (False, True):
         for n in (1, 2):
             got = np.empty(bits.size, np.float32)
-            mod.half_to_float32(bits, got, n)
-            np.testing.assert_array_equal(got.view(np.uint32), want, err_msg=f"{name} {n}")
-    assert tried >= 1
+            _runtime.half_to_float32(bits, got, f16c, n)
+            np.testing.assert_array_equal(got.view(np.uint32), want, err_msg=f"{f16c} {n}")
+    with pytest.raises(ValueError, match="65536 elements into 65535"):
+        _runtime.half_to_float32(bits, np.empty(bits.size - 1, np.float32), True, 1)
+    be = _dispatch.Backend("cpu", np, "test")
+    with threads(2):
+        got = be.element_view(bits.view(np.float16).reshape(4, -1), np.float32)
+    assert got.shape == (4, 1 << 14) and got.flags.c_contiguous
+    np.testing.assert_array_equal(got.reshape(-1).view(np.uint32), want)
     x = bits.view(np.float16).reshape(256, 256)
     for n in (1, 2):
         with threads(n):

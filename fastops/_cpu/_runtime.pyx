@@ -1,7 +1,10 @@
-# OpenMP runtime queries for fastops._threads, and the CPU's SIMD support.
+# OpenMP runtime queries for fastops._threads, the CPU's SIMD support, and the float16
+# conversion every family's build shares.
 import os
 
 cimport openmp
+from libc.stdint cimport int64_t, uint16_t
+from libcpp cimport bool as cbool
 
 
 def max_threads():
@@ -76,3 +79,19 @@ def plain_args(tuple args, frozenset types):
         elif type(a) not in types:
             return False
     return True
+
+
+cdef extern from "half.hpp" namespace "fastops":
+    void c_half_to_float "fastops::half_to_float"(const uint16_t* src, float* dst, int64_t n,
+                                                  cbool f16c, int nthreads) except + nogil
+
+
+def half_to_float32(const uint16_t[::1] src, float[::1] dst, bint f16c, int nthreads):
+    """dst = the float16 bits src as float32, bit for bit as NumPy's astype (include/half.hpp);
+    f16c: by F16C where this CPU has it (False: the portable loop, FASTOPS_SIMD=baseline)."""
+    if src.shape[0] != dst.shape[0]:
+        raise ValueError(f"half_to_float32: {src.shape[0]} elements into {dst.shape[0]}")
+    if src.shape[0] == 0:
+        return
+    with nogil:
+        c_half_to_float(&src[0], &dst[0], src.shape[0], f16c, nthreads)

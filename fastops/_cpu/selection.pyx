@@ -1,6 +1,6 @@
 # Thin typed entry points for the selection kernels in include/selection.hpp.
 # Inputs are validated and shaped by fastops.selection; these only release the GIL.
-from libc.stdint cimport int64_t, uint16_t, uint64_t
+from libc.stdint cimport int64_t, uint64_t
 from libcpp cimport bool as cbool
 
 cimport numpy as cnp
@@ -34,8 +34,6 @@ cdef extern from "selection.hpp" namespace "fastops" nogil:
                                                         int nchunks, int64_t* counts,
                                                         uint64_t* bits,
                                                         int nthreads) except +
-    void c_half_to_float "fastops::half_to_float"(const uint16_t* src, float* dst, int64_t n,
-                                                  int nthreads) except +
     void c_nonzero_fill "fastops::nonzero_fill"(const uint64_t* bits, int64_t size, int ndim,
                                                 const int64_t* shape, int nchunks,
                                                 const int64_t* offsets, int64_t nnz,
@@ -141,12 +139,6 @@ cdef int _real_axis(object x, object axis):
     if not plain(x) or not is_real_type(cnp.PyArray_TYPE(<cnp.ndarray>x)):
         return -1
     return plain_axis(axis, cnp.PyArray_NDIM(<cnp.ndarray>x))
-
-
-def half_to_float32(const uint16_t[::1] src, float[::1] dst, int nthreads):
-    """dst = float16 bits src as float32 (include/selection.hpp half_to_float)."""
-    with nogil:
-        c_half_to_float(&src[0], &dst[0], src.shape[0], nthreads)
 
 
 def fast_cumext(x, axis, bint is_max, result):
