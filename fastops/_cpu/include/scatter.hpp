@@ -606,6 +606,9 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
 // threads, whole rows 2.0-2.2), so tasks are spans of whole rows, except over slabs far
 // bigger than L2 where one-line strips with the next strip streamed in pay (below).
 constexpr int64_t kGatherSpan = 4096;    // columns per task: long rows still split
+// Rows of the last-axis view of at most this many bytes (gather_elements) are prefetched
+// whole one row early instead of element by element (see gather_elements).
+constexpr int64_t kShortRow = int64_t(16) << 10;
 
 // out[i] = base[idx[i] * s_axis + inner(i)] for i in [i0, i1), inner(i) = inner_i[i] or
 // i * s_i.  Arguments by value so that the stores to out do not make the compiler
@@ -647,7 +650,7 @@ inline int64_t gather_span(const T* base, const I* ir, T* orow, int64_t i0, int6
 // baseline build: 0.91 on one thread, 0.90 on two (2.77 -> 2.53 ms, 1.59 -> 1.44);
 // data of 500 KB (in L2): 1.9 -> 1.7 ns per element.  Step is the inner stride: 1, or 0
 // for the last-axis view (gather_elements: every element of the span in one data row).
-template <int Step, typename T, typename I>
+template <int Step, typename T, typename I, bool Ahead = true>
 inline int64_t gather_span_avx2(const T* base, const I* ir, T* orow, int64_t i0, int64_t i1,
                                 int64_t s_axis, int64_t n_axis) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "4- or 8-byte elements");
@@ -677,7 +680,7 @@ inline int64_t gather_span_avx2(const T* base, const I* ir, T* orow, int64_t i0,
   alignas(32) int64_t ahead[8];
   for (; i + 8 <= i1; i += 8) {
     __m256i v0, v1, off0, off1;
-    if (i + kGatherAhead + 8 <= i1) {   // (a bad lane prefetches base)
+    if (Ahead && i + kGatherAhead + 8 <= i1) {   // (a bad lane prefetches base)
       load(i + kGatherAhead, v0, v1);
       offsets(v0, i + kGatherAhead, off0);
       offsets(v1, i + kGatherAhead + 4, off1);
@@ -987,6 +990,9 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
 #if defined(__AVX2__)
   const bool same_row = !inner_off && s_inner == 0;   // the last-axis view above
   const bool vec = (unit || same_row) && small_axis;  // gather_span_avx2
+  // a short contiguous row of the last-axis view: its lines prefetched one row early,
+  // not each element kGatherAhead early
+  const bool short_row = same_row && s_axis == 1 && n_axis * int64_t(sizeof(T)) <= kShortRow;
 #endif
   FirstBad bad(std::max<int64_t>((tasks + grain - 1) / grain, 1));  // per chunk of tasks
   parallel_for(tasks, grain, nt, [&](int64_t t0, int64_t t1, int) {
@@ -998,6 +1004,14 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
       int64_t b;
 #if defined(__AVX2__)
       if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+        if (vec && short_row) {
+          if (!outer_off && r + 1 < rows && t % nspan == nspan - 1)
+            prefetch_segment<0, 2>(base + s_outer, n_axis);   // the next row
+          b = gather_span_avx2<0, T, I, false>(base, idx + r * In, out + r * In, i0, i1, s_axis,
+                                               n_axis);
+          if (b != kNoBad) first_bad = std::min(first_bad, r * In + b);
+          continue;
+        }
         if (vec) {
           b = unit ? gather_span_avx2<1>(base, idx + r * In, out + r * In, i0, i1, s_axis, n_axis)
                    : gather_span_avx2<0>(base, idx + r * In, out + r * In, i0, i1, s_axis, n_axis);
