@@ -979,6 +979,30 @@ def test_concurrent_mutation_is_memory_safe(spec):
     _call(spec, kw)          # still works on the restored input
 
 
+def _race_elements_along(op, shape, ishape, axis):
+    def race(rng):
+        data = rng.standard_normal(shape).astype(np.float32)
+        idx = rng.integers(0, shape[axis], ishape)
+        kw = dict(data=data, indices=idx, axis=axis)
+        if op == "scatter_elements":
+            kw.update(updates=rng.standard_normal(ishape).astype(np.float32), reduction="add")
+        return kw, "indices", idx.copy(), np.where(rng.random(ishape) < 0.5, 2**40, -2**40)
+    return race
+
+
+@pytest.mark.parametrize("op, shape, ishape, axis", [
+    ("scatter_elements", (300_000,), (1 << 18,), 0),          # slices split among threads
+    ("scatter_elements", (2000, 2000), (2000, 500), 1),       # one span per slice
+    ("scatter_elements", (64, 300, 2), (64, 200, 2), 1),      # short rows: one flat walk
+    ("gather_elements", (2000, 2000), (2000, 500), 1),        # short rows prefetched whole
+    ("gather_elements", (8400, 80), (8400, 5), 1)])           # lanes carrying their row
+def test_concurrent_mutation_along_the_last_axis(op, shape, ishape, axis):
+    """The scatter family's paths for short index rows and long slices, under the same
+    flip of the indices between good and out-of-range values."""
+    spec = dataclasses.replace(SPEC[op], race=_race_elements_along(op, shape, ishape, axis))
+    test_concurrent_mutation_is_memory_safe(spec)
+
+
 def test_concurrent_mutation_of_batch_indices():
     spec = dataclasses.replace(SPEC["roi_align"], race=_race_roi_batch)
     test_concurrent_mutation_is_memory_safe(spec)
