@@ -442,9 +442,10 @@ def test_gather_elements_column_strips(dtype, threads):
 
 
 def test_gather_nd_rows_ahead_on_threads(threads):
-    """Rows are resolved and prefetched 32 ahead of their copy (a ring): chunks of every
-    length around the ring's, rows of 1-40 elements, 1-3 threads, against NumPy; a bad
-    tuple far into a later chunk and one at a ring boundary: the lowest is named."""
+    """Rows are prefetched 32 ahead of their copy (one index per row: resolved twice;
+    deeper tuples: a ring): chunks of every length around that distance, rows of 1-40
+    elements, 1-3 threads, against NumPy; a bad tuple far into a later chunk and one at
+    a ring boundary, at depth 1 and 2: the lowest is named."""
     rng = np.random.default_rng(21)
     for S in (1, 3, 16, 40):
         data = rng.standard_normal((997, S)).astype(np.float32)
@@ -461,6 +462,8 @@ def test_gather_nd_rows_ahead_on_threads(threads):
         with threads(n):
             with pytest.raises(IndexError, match=r"indices\[64, 0\] = -998"):
                 fastops.gather_nd(data.reshape(997, 40)[:, :3].copy(), idx)
+            with pytest.raises(IndexError, match=r"indices\[64, 0\] = -998"):
+                fastops.gather_nd(data, idx[:, :1])
 
 
 def test_gather_nd_every_row_copy_and_batches_across_chunks(threads):

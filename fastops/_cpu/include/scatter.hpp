@@ -1246,6 +1246,29 @@ int64_t gather_nd_rows(const T* data, const I* idx, int64_t N, int k, const int6
   const int64_t grain = chunk_for(N, nt), parts = (N + grain - 1) / grain;
   const int64_t row_bytes = RowBytes ? RowBytes : static_cast<int64_t>(sizeof(T)) * S;
   FirstBad bad(std::max<int64_t>(parts, 1));
+  // One index per row and no batch dimensions (the common gather_nd): each index is
+  // normalized twice, for the prefetch kRowsAhead rows early and for the copy, instead
+  // of going through the ring below; the loop is shorter and more rows stay in flight
+  // (1Mx16 float32 200k rows, 2 threads, against the ring in one process: 0.83 back to
+  // back, 0.91 after a pause).
+  if (k == 1 && per_batch >= N && S > 0) {
+    const int64_t n_rows = dims[0];
+    parallel_for(N, grain, nt, [&](int64_t n0, int64_t n1, int) {
+      for (int64_t n = n0; n < n1; ++n) {
+        if (n + kRowsAhead < n1) {
+          const int64_t a = norm_index(idx[n + kRowsAhead], n_rows);
+          prefetch_row<0, 2>(data + std::max<int64_t>(a, 0) * S, S);
+        }
+        const int64_t v = norm_index(idx[n], n_rows);
+        if (v < 0) {
+          bad.note(n0 / grain, n);
+          continue;
+        }
+        std::memcpy(out + n * S, data + v * S, static_cast<size_t>(row_bytes));
+      }
+    });
+    return bad.first() == kNoBad ? -1 : bad.first();
+  }
   parallel_for(N, grain, nt, [&](int64_t n0, int64_t n1, int) {
     int64_t src_row[kRowsAhead];   // ring: row of n at n % kRowsAhead
     // the batch of the next row to resolve, and where the following batch starts
