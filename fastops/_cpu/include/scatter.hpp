@@ -1221,7 +1221,9 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
 // out[n] = row (n / per_batch) * batch_rows + tuple(n) of data (rows of S elements).
 //
 // Each row is resolved and its first and last lines prefetched kRowsAhead rows before
-// it is copied (a ring of resolved rows), so that many random reads stay in flight
+// it is copied, so that many random reads stay in flight: one index per row without
+// batches resolves each row twice (the shorter loop, twenty-ninth session), deeper
+// tuples and batches keep a ring of resolved rows (the history below is the ring's)
 // (gather_nd 1Mx16 float32 200k rows, fastops/_bench/scatter.py: 64-byte rows 16
 // bytes off a line, two lines each).  Before, rows went in blocks of 32, all
 // prefetched, then all copied (best of a 4-128 sweep, 2 threads 1.8 ms); the ring
