@@ -1003,6 +1003,37 @@ def test_concurrent_mutation_along_the_last_axis(op, shape, ishape, axis):
     test_concurrent_mutation_is_memory_safe(spec)
 
 
+def _race_topk_mid_rows(rng):
+    x = rng.standard_normal((256, 1000)).astype(np.float32)
+    bad = np.where(rng.random(x.shape) < 0.5, np.nan, -np.inf).astype(np.float32)
+    return dict(x=x, k=10), "x", x.copy(), bad
+
+
+def test_concurrent_mutation_of_topk_mid_rows():
+    """topk's group threshold (rows of 256-16384 float32, k <= 16) under a flip of the
+    values between a row and NaN / -inf: whatever the values, every index in the row."""
+    spec = dataclasses.replace(SPEC["topk"], race=_race_topk_mid_rows)
+    test_concurrent_mutation_is_memory_safe(spec)
+    kw, _, good, bad = _race_topk_mid_rows(np.random.default_rng(2))
+    x = kw["x"]
+    stop = threading.Event()
+
+    def flip():
+        while not stop.is_set():
+            x[...] = bad
+            x[...] = good
+
+    t = threading.Thread(target=flip, daemon=True)
+    t.start()
+    try:
+        for _ in range(50):
+            _, i = fastops.topk(x, 10)
+            assert i.min() >= 0 and i.max() < x.shape[1]
+    finally:
+        stop.set()
+        t.join()
+
+
 def test_concurrent_mutation_of_batch_indices():
     spec = dataclasses.replace(SPEC["roi_align"], race=_race_roi_batch)
     test_concurrent_mutation_is_memory_safe(spec)

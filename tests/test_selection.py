@@ -109,6 +109,32 @@ def test_topk_short_rows_lane_minima(dtype):
                                       ref.topk(x, 1, -1, True)[0].view(f"u{x.itemsize}"))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_topk_mid_rows_group_threshold(dtype):
+    """float32 rows of 256 to 16384 values with k <= 16 (classifier logits: 1000 classes,
+    top-5) gather the values that reach the k-th best of 32 group extremes
+    (selection.hpp group_candidates): row lengths around the limits and the 16- and
+    32-value blocks, every k up to past the limit, both orders, sorted and in index
+    order; random, tied (many candidates), all-equal, NaN-laden rows (the heap path),
+    signed zeros, ascending and descending rows, the best values in the row's tail past
+    its last whole block; float16 through its float32 copy."""
+    rng = np.random.default_rng(77)
+    for m in (255, 256, 257, 287, 300, 1000, 1001, 4111, 16384, 16385):
+        rows = [sample((6, m), dtype, rng), sample((3, m), dtype, rng, ties=True),
+                sample((3, m), dtype, rng, ties=True, specials=True),
+                np.zeros((1, m), dtype), np.where(np.arange(m) % 3, -0.0, 0.0).astype(dtype)[None],
+                np.sort(sample((1, m), dtype, rng), axis=1),
+                np.sort(sample((1, m), dtype, rng), axis=1)[:, ::-1]]
+        tail = sample((2, m), dtype, rng)
+        tail[:, -(m % 32 or 32):] += 100             # the best in the partial last blocks
+        tail[1] *= -1                                # and the worst, for smallest
+        x = np.ascontiguousarray(np.concatenate(rows + [tail]))
+        for k in (1, 2, 3, 5, 10, 16, 17):
+            for largest in (True, False):
+                check_topk(x, k, -1, largest)
+                check_topk(x, k, -1, largest, sorted=False)
+
+
 @pytest.mark.parametrize("dtype", ALL_REAL)
 def test_topk_long_rows_partition(xp, dtype):
     """Rows >= 512 with k past the heap's range: the partition over the candidates of a
