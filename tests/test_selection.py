@@ -117,7 +117,8 @@ def test_topk_mid_rows_group_threshold(dtype):
     32-value blocks, every k up to past the limit, both orders, sorted and in index
     order; random, tied (many candidates), all-equal, NaN-laden rows (the heap path),
     signed zeros, ascending and descending rows, the best values in the row's tail past
-    its last whole block; float16 through its float32 copy."""
+    its last whole block, NaN first (the heap's threshold a NaN); float16 through its
+    float32 copy."""
     rng = np.random.default_rng(77)
     for m in (255, 256, 257, 287, 300, 1000, 1001, 4111, 16384, 16385):
         rows = [sample((6, m), dtype, rng), sample((3, m), dtype, rng, ties=True),
@@ -128,7 +129,9 @@ def test_topk_mid_rows_group_threshold(dtype):
         tail = sample((2, m), dtype, rng)
         tail[:, -(m % 32 or 32):] += 100             # the best in the partial last blocks
         tail[1] *= -1                                # and the worst, for smallest
-        x = np.ascontiguousarray(np.concatenate(rows + [tail]))
+        nan_first = sample((1, m), dtype, rng)
+        nan_first[:, :20] = np.nan                   # the heap starts from k NaNs
+        x = np.ascontiguousarray(np.concatenate(rows + [tail, nan_first]))
         for k in (1, 2, 3, 5, 10, 16, 17):
             for largest in (True, False):
                 check_topk(x, k, -1, largest)
