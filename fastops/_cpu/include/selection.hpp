@@ -527,6 +527,18 @@ struct EntryArray {
 // holds a NaN (the heap path ranks those).  Not inlined: inside select_k it slowed the
 // short rows that never reach it (topk 8400x80 k=2 1.11x, 20000x91 k=10 1.04x).
 constexpr int kGroups = 32;
+// Measured on the Intel AVX-512 VM, one thread, float32 normal rows, ns per value, the
+// path these rows took before / this: rows of 1000 k=3 0.53 (the heap with better_bits)
+// / 0.44, k=10 1.35 (the same) / 0.76, k=16 2.15 (the same) / 1.08; 256 k=10 4.4 (the
+// insertion list) / 2.1; 200 k=16 6.4 (the same) / 3.8; 128 k=16 7.7 (the same, after
+// select_short gives up) / 5.9; 16384 k=10 0.40 (the heap before better_bits) / 0.23;
+// 32768 k=10 0.19 (the heap with better_bits) / 0.21 with this (so the heap keeps longer
+// rows).  The sweep rows topk 2000x1000 k=10 and 256x1000 k=5 (fastops/_bench/
+// selection.py) are the classifier shapes.
+constexpr int64_t kGroupMin = 64;
+constexpr int64_t kGroupMax = 16384;
+constexpr int64_t kGroupK = 16;
+static_assert(kGroupMin >= kGroups && kGroupK <= kGroups, "a first block; k extremes");
 
 template <bool Largest>
 __attribute__((noinline)) int64_t group_candidates(const float* p, int64_t m, int64_t k, int64_t offset,
@@ -566,9 +578,9 @@ __attribute__((noinline)) int64_t group_candidates(const float* p, int64_t m, in
   nan = _mm_movemask_ps(un) != 0;
 #else
   for (int i = 0; i < kGroups; ++i) g[i] = p[i];
+  for (int64_t t = 0; t < m; ++t) nan |= is_nan(p[t]);  // (a NaN never wins `better`)
   for (; j + kGroups <= m; j += kGroups)
     for (int i = 0; i < kGroups; ++i) g[i] = better(p[j + i], g[i]) ? p[j + i] : g[i];
-  for (int i = 0; i < kGroups; ++i) nan |= is_nan(g[i]);
 #endif
   for (int64_t t = j; t < m; ++t) {
     nan |= is_nan(p[t]);
@@ -609,16 +621,6 @@ __attribute__((noinline)) int64_t group_candidates(const float* p, int64_t m, in
     if (!better(thr, p[j])) cand[c++] = Entry<float>{p[j], j + offset};
   return c;
 }
-
-// Measured on the Intel AVX-512 VM, one thread, float32 normal rows, ns per value, the
-// heap (with better_bits) / this: rows of 1000 k=2 0.71 / 0.40, k=10 1.35 / 0.76, k=16
-// ~2.2 / 1.08; 256 k=10 4.4 (insertion list) / 2.1; 200 k=16 6.4 / 3.8; 128 k=16 7.7
-// (after select_short gives up) / 5.9; 16384 k=10 0.40 / 0.23; 32768 k=10 0.19 / 0.21
-// (the heap wins on longer rows).  The sweep rows topk 2000x1000 k=10 and 256x1000 k=5
-// (fastops/_bench/selection.py) are the classifier shapes.
-constexpr int64_t kGroupMin = 64;
-constexpr int64_t kGroupMax = 16384;
-constexpr int64_t kGroupK = 16;
 
 template <typename T, bool Largest, typename Get>
 inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
