@@ -1017,16 +1017,18 @@ def _race_topk_mid_rows(rng):
 
 
 def test_concurrent_mutation_of_topk_mid_rows():
-    """topk's group threshold (rows of 64-16384 float32, k <= 16) under a flip of the
-    values between a row and NaN / -inf: whatever the values, every index in the row."""
+    """topk's group threshold (rows of 2G-16384 float32, k <= G / 2, G = 32, 64, 128)
+    under a flip of the values between a row and NaN / -inf: whatever the values, every
+    index in the row."""
     spec = dataclasses.replace(SPEC["topk"], race=_race_topk_mid_rows)
     test_concurrent_mutation_is_memory_safe(spec)
     kw, _, good, bad = _race_topk_mid_rows(np.random.default_rng(2))
     x = kw["x"]
     with _flipping(x, good, bad):
-        for _ in range(50):
-            _, i = fastops.topk(x, 10)
-            assert i.min() >= 0 and i.max() < x.shape[1]
+        for _ in range(20):
+            for k in (10, 30, 60):
+                _, i = fastops.topk(x, k)
+                assert i.min() >= 0 and i.max() < x.shape[1]
 
 
 def test_concurrent_mutation_of_batch_indices():

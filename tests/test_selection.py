@@ -28,9 +28,11 @@ def sample(shape, dtype, rng=RNG, ties=False, specials=False):
     return rng.integers(info.min, info.max, shape, endpoint=True, dtype=dt)
 
 
-def check_topk(x, k, axis=-1, largest=True, sorted=True, xp=np):
+def check_topk(x, k, axis=-1, largest=True, sorted=True, xp=np, ranked=None):
+    """fastops.topk against the reference; `ranked`: the reference's topk of every value
+    of x (k = n, axis -1) to slice instead of ranking x again."""
     v, i = to_numpy(fastops.topk(xp.asarray(x) if xp is not np else x, k, axis, largest, sorted))
-    rv, ri = ref.topk(x, k, axis, largest)
+    rv, ri = ref.topk(x, k, axis, largest) if ranked is None else (r[..., :k] for r in ranked)
     if not sorted:   # same set; compare after ordering by index
         order = np.argsort(i, axis=axis, kind="stable")
         v, i = np.take_along_axis(v, order, axis), np.take_along_axis(i, order, axis)
@@ -111,31 +113,38 @@ def test_topk_short_rows_lane_minima(dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_topk_mid_rows_group_threshold(dtype):
-    """float32 rows of 64 to 16384 values with k <= 16 (classifier logits: 1000 classes,
-    top-5) gather the values that reach the k-th best of 32 group extremes
-    (selection.hpp group_candidates): row lengths around the limits and the 16- and
-    32-value blocks, every k up to past the limit, both orders, sorted and in index
-    order; random, tied (many candidates), all-equal, NaN-laden rows (the heap path),
-    signed zeros, ascending and descending rows, the best values in the row's tail past
-    its last whole block, NaN first (the heap's threshold a NaN); float16 through its
-    float32 copy."""
+    """float32 rows of 2G to 16384 values with k <= G / 2 (classifier logits: 1000
+    classes, top-5 to top-64) gather the values that reach the k-th best of G = 32, 64
+    or 128 group extremes (selection.hpp group_candidates): row lengths around each G's
+    limits and its blocks, every k around the limits of each G, both orders, sorted and
+    in index order; random, tied (many candidates), all-equal, NaN-laden rows (the heap
+    path; one NaN alone anywhere), signed zeros, ascending and descending rows, the best
+    values in the row's tail past its last whole block of each G, NaN first (the heap's
+    threshold a NaN); float16 through its float32 copy."""
     rng = np.random.default_rng(77)
-    for m in (63, 64, 65, 100, 129, 255, 256, 287, 1000, 1001, 4111, 16384, 16385):
+    for m in (63, 64, 65, 100, 127, 128, 129, 200, 255, 256, 257, 287, 1000, 1001, 4111,
+              16384, 16385):
         rows = [sample((6, m), dtype, rng), sample((3, m), dtype, rng, ties=True),
                 sample((3, m), dtype, rng, ties=True, specials=True),
                 np.zeros((1, m), dtype), np.where(np.arange(m) % 3, -0.0, 0.0).astype(dtype)[None],
                 np.sort(sample((1, m), dtype, rng), axis=1),
                 np.sort(sample((1, m), dtype, rng), axis=1)[:, ::-1]]
-        tail = sample((2, m), dtype, rng)
-        tail[:, -(m % 32 or 32):] += 100             # the best in the partial last blocks
-        tail[1] *= -1                                # and the worst, for smallest
+        for g in (32, 64, 128):
+            tail = sample((2, m), dtype, rng)
+            tail[:, -(m % g or g):] += 100           # the best in the partial last block
+            tail[1] *= -1                            # and the worst, for smallest
+            rows.append(tail)
         nan_first = sample((1, m), dtype, rng)
-        nan_first[:, :20] = np.nan                   # the heap starts from k NaNs
-        x = np.ascontiguousarray(np.concatenate(rows + [tail, nan_first]))
-        for k in (1, 2, 3, 5, 10, 16, 17):
-            for largest in (True, False):
-                check_topk(x, k, -1, largest)
-                check_topk(x, k, -1, largest, sorted=False)
+        nan_first[:, :70] = np.nan                   # the heap starts from k NaNs
+        lone_nan = sample((4, m), dtype, rng)        # one NaN, in any lane of any block
+        for r, at in enumerate((m - 1, m // 2 + 33, max(m // 128 * 128 - 1, 0), m * 3 // 4 + 99)):
+            lone_nan[r, at % m] = np.nan
+        x = np.ascontiguousarray(np.concatenate(rows + [nan_first, lone_nan]))
+        for largest in (True, False):
+            ranked = ref.topk(x, m, -1, largest)
+            for k in (k for k in (1, 2, 3, 5, 10, 16, 17, 24, 32, 33, 48, 64, 65) if k <= m):
+                check_topk(x, k, -1, largest, ranked=ranked)
+                check_topk(x, k, -1, largest, sorted=False, ranked=ranked)
 
 
 @pytest.mark.parametrize("dtype", ALL_REAL)

@@ -116,12 +116,12 @@ def workloads():
                     lambda op=op, v=v: op(v, 0))
         calls[f"topk {np.dtype(dt).name} short rows"] = (
             lambda c=c: fastops.topk(np.nan_to_num(c[:, :20]), 5, axis=1))
-        # rows of 1000 (float32: the group threshold's 16-lane compares; rows with a NaN
-        # and the rest of the heap path)
+        # rows of 1000 (float32: the group threshold's 16-lane compares with 32, 64 and
+        # 128 groups; rows with a NaN and the rest of the heap path)
         mid = rng.integers(-40, 40, (30, 1000)).astype(dt) / 4
         mid[::7, ::13] = np.nan
         mid[1::5, 1::3] = -0.0
-        for k, largest in ((10, True), (5, False), (16, True)):
+        for k, largest in ((10, True), (5, False), (16, True), (30, False), (60, True)):
             calls[f"topk {np.dtype(dt).name} mid rows k={k} {largest}"] = (
                 lambda m=mid, k=k, la=largest: fastops.topk(m, k, 1, la))
         calls[f"nonzero {np.dtype(dt).name}"] = lambda c=c: fastops.nonzero(c)

@@ -519,14 +519,16 @@ struct EntryArray {
   inline const T* contiguous() const { return nullptr; }
 };
 
-// float32 rows of kGroupMin to kGroupMax values and k <= kGroupK: the k-th best of the
-// kGroups group extremes (group i: the values at j % kGroups == i, one vector lane each)
-// is a threshold that at least k values reach (the k best groups' extremes are k
-// distinct values), and only a few more than k do; one pass of vector compares gathers
-// them, with their positions, in index order.  Returns their count, or -1 where the row
-// holds a NaN (the heap path ranks those).  Not inlined: inside select_k it slowed the
-// short rows that never reach it (topk 8400x80 k=2 1.11x, 20000x91 k=10 1.04x).
-constexpr int kGroups = 32;
+// float32 rows of 2G to kGroupMax values and k <= G / 2: the k-th best of the G group
+// extremes (group i: the values at j % G == i, one vector lane each) is a threshold that
+// at least k values reach (the k best groups' extremes are k distinct values), and only
+// a few more than k do while G >= 2k (rows of 1000 normal values: k=16 of 32 groups 18
+// on average, of 64 groups k=32 43, of 128 groups k=64 85; k=32 of 32 groups would take
+// 123); one pass of vector compares gathers them, with their positions, in index order.
+// Returns their count, or -1 where the row holds a NaN (the heap path ranks those).  Not
+// inlined: inside select_k it slowed the short rows that never reach it (topk 8400x80
+// k=2 1.11x, 20000x91 k=10 1.04x).
+//
 // Measured on the Intel AVX-512 VM, one thread, float32 normal rows, ns per value, the
 // path these rows took before / this: rows of 1000 k=3 0.53 (the heap with better_bits)
 // / 0.44, k=10 1.35 (the same) / 0.76, k=16 2.15 (the same) / 1.08; 256 k=10 4.4 (the
@@ -535,68 +537,74 @@ constexpr int kGroups = 32;
 // 32768 k=10 0.19 (the heap with better_bits) / 0.21 with this (so the heap keeps longer
 // rows).  The sweep rows topk 2000x1000 k=10 and 256x1000 k=5 (fastops/_bench/
 // selection.py) are the classifier shapes.
-constexpr int64_t kGroupMin = 64;
 constexpr int64_t kGroupMax = 16384;
-constexpr int64_t kGroupK = 16;
-static_assert(kGroupMin >= kGroups && kGroupK <= kGroups, "a first block; k extremes");
+constexpr int64_t kGroupK = 64;  // with 128 groups
+template <int G>
+constexpr int64_t kGroupMin = 2 * G;
 
-template <bool Largest>
+template <bool Largest, int G>
 __attribute__((noinline)) int64_t group_candidates(const float* p, int64_t m, int64_t k, int64_t offset,
                                 std::vector<Entry<float>>& cand) {
+  static_assert(G % 16 == 0, "whole vectors");
   auto better = [](float a, float b) { return Largest ? a > b : a < b; };
-  alignas(64) float g[kGroups];
-  int64_t j = kGroups;
+  alignas(64) float g[G];
+  int64_t j = G;
   bool nan = false;
 #if defined(__AVX512F__)
-  __m512 a[2];
+  constexpr int V = G / 16;
+  __m512 a[V];
   __mmask16 un = 0;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < V; ++i) {
     a[i] = _mm512_loadu_ps(p + 16 * i);
     un |= _mm512_cmp_ps_mask(a[i], a[i], _CMP_UNORD_Q);
   }
-  for (; j + kGroups <= m; j += kGroups)
-    for (int i = 0; i < 2; ++i) {
+  for (; j + G <= m; j += G)
+    for (int i = 0; i < V; ++i) {
       const __m512 v = _mm512_loadu_ps(p + j + 16 * i);
       un |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
       a[i] = Largest ? _mm512_max_ps(a[i], v) : _mm512_min_ps(a[i], v);
     }
-  for (int i = 0; i < 2; ++i) _mm512_store_ps(g + 16 * i, a[i]);
+  for (int i = 0; i < V; ++i) _mm512_store_ps(g + 16 * i, a[i]);
   nan = un != 0;
 #elif defined(__SSE2__)
-  __m128 a[8], un = _mm_setzero_ps();
-  for (int i = 0; i < 8; ++i) {
+  constexpr int V = G / 4;
+  __m128 a[V], un = _mm_setzero_ps();
+  for (int i = 0; i < V; ++i) {
     a[i] = _mm_loadu_ps(p + 4 * i);
     un = _mm_or_ps(un, _mm_cmpunord_ps(a[i], a[i]));
   }
-  for (; j + kGroups <= m; j += kGroups)
-    for (int i = 0; i < 8; ++i) {
+  for (; j + G <= m; j += G)
+    for (int i = 0; i < V; ++i) {
       const __m128 v = _mm_loadu_ps(p + j + 4 * i);
       un = _mm_or_ps(un, _mm_cmpunord_ps(v, v));
       a[i] = Largest ? _mm_max_ps(a[i], v) : _mm_min_ps(a[i], v);
     }
-  for (int i = 0; i < 8; ++i) _mm_store_ps(g + 4 * i, a[i]);
+  for (int i = 0; i < V; ++i) _mm_store_ps(g + 4 * i, a[i]);
   nan = _mm_movemask_ps(un) != 0;
 #else
-  for (int i = 0; i < kGroups; ++i) g[i] = p[i];
+  for (int i = 0; i < G; ++i) g[i] = p[i];
   for (int64_t t = 0; t < m; ++t) nan |= is_nan(p[t]);  // (a NaN never wins `better`)
-  for (; j + kGroups <= m; j += kGroups)
-    for (int i = 0; i < kGroups; ++i) g[i] = better(p[j + i], g[i]) ? p[j + i] : g[i];
+  for (; j + G <= m; j += G)
+    for (int i = 0; i < G; ++i) g[i] = better(p[j + i], g[i]) ? p[j + i] : g[i];
 #endif
   for (int64_t t = j; t < m; ++t) {
     nan |= is_nan(p[t]);
-    float& x = g[t % kGroups];
+    float& x = g[t % G];
     x = better(p[t], x) ? p[t] : x;
   }
   if (nan) return -1;
-  // the k-th best extreme: the best one that at least k extremes reach (branch free;
-  // std::nth_element over the extremes took half the time)
-  float thr = g[0];
-  for (int i = 0; i < kGroups; ++i) thr = better(thr, g[i]) ? g[i] : thr;  // the worst
-  for (int i = 0; i < kGroups; ++i) {
-    int reach = 0;
-    for (int q = 0; q < kGroups; ++q) reach += !better(g[i], g[q]);
-    thr = reach >= k && better(g[i], thr) ? g[i] : thr;
+  // the k-th best extreme: the best one that at least k extremes reach (branch free, the
+  // counts of all G at once in vectors, one broadcast extreme at a time: counting one
+  // extreme's reach at a time ends each in a horizontal sum, std::nth_element over 32
+  // extremes took half the time)
+  alignas(64) int32_t reach[G] = {};
+  for (int q = 0; q < G; ++q) {
+    const float x = g[q];
+    for (int i = 0; i < G; ++i) reach[i] += !better(g[i], x);
   }
+  float thr = g[0];
+  for (int i = 0; i < G; ++i) thr = better(thr, g[i]) ? g[i] : thr;  // the worst
+  for (int i = 0; i < G; ++i) thr = reach[i] >= k && better(g[i], thr) ? g[i] : thr;
   if (static_cast<int64_t>(cand.size()) < m) cand.resize(static_cast<size_t>(m));
   int64_t c = 0;
   auto take = [&](uint64_t bits, int64_t base) {
@@ -620,6 +628,18 @@ __attribute__((noinline)) int64_t group_candidates(const float* p, int64_t m, in
   for (; j < m; ++j)
     if (!better(thr, p[j])) cand[c++] = Entry<float>{p[j], j + offset};
   return c;
+}
+
+// group_candidates with the fewest groups that hold at least 2k, where the row is long
+// enough for them (-2: no group path for this row)
+template <bool Largest>
+inline int64_t group_candidates_for(const float* p, int64_t m, int64_t k, int64_t offset,
+                                    std::vector<Entry<float>>& cand) {
+  if (m > kGroupMax) return -2;
+  if (k <= 16 && m >= kGroupMin<32>) return group_candidates<Largest, 32>(p, m, k, offset, cand);
+  if (k <= 32 && m >= kGroupMin<64>) return group_candidates<Largest, 64>(p, m, k, offset, cand);
+  if (k <= 64 && m >= kGroupMin<128>) return group_candidates<Largest, 128>(p, m, k, offset, cand);
+  return -2;
 }
 
 template <typename T, bool Largest, typename Get>
@@ -647,10 +667,10 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (k <= kGroupK && m >= kGroupMin && m <= kGroupMax) {
+    if (k <= kGroupK) {
       if (const T* p = get.contiguous()) {
-        const int64_t c = group_candidates<Largest>(p, m, k, get.offset, scratch.group);
-        // (c < k only where another thread rewrote the row meanwhile: the heap path)
+        const int64_t c = group_candidates_for<Largest>(p, m, k, get.offset, scratch.group);
+        // (0 <= c < k only where another thread rewrote the row meanwhile: the heap path)
         if (c >= k) {
           select_k<T, Largest>(EntryArray<T>{scratch.group.data()}, c, k, sorted, out, scratch);
           return;
