@@ -1031,6 +1031,28 @@ def test_concurrent_mutation_of_topk_mid_rows():
                 assert i.min() >= 0 and i.max() < x.shape[1]
 
 
+def _race_topk_ranked_rows(rng):
+    x = rng.standard_normal((2000, 100)).astype(np.float32)
+    bad = np.where(rng.random(x.shape) < 0.5, np.nan, -np.inf).astype(np.float32)
+    return dict(x=x, k=40), "x", x.copy(), bad
+
+
+def test_concurrent_mutation_of_topk_ranked_rows():
+    """topk's ranks of every value (rows of 33-256 with k > 16) under a flip of the
+    values: each value is read once, so the ranks stay a permutation and every index
+    is in the row, each once."""
+    spec = dataclasses.replace(SPEC["topk"], race=_race_topk_ranked_rows)
+    test_concurrent_mutation_is_memory_safe(spec)
+    kw, _, good, bad = _race_topk_ranked_rows(np.random.default_rng(3))
+    x = kw["x"]
+    with _flipping(x, good, bad):
+        for _ in range(20):
+            for sorted_ in (True, False):
+                _, i = fastops.topk(x, 40, sorted=sorted_)
+                assert i.min() >= 0 and i.max() < x.shape[1]
+                assert all(len(np.unique(r)) == 40 for r in i)
+
+
 def test_concurrent_mutation_of_batch_indices():
     spec = dataclasses.replace(SPEC["roi_align"], race=_race_roi_batch)
     test_concurrent_mutation_is_memory_safe(spec)

@@ -71,10 +71,10 @@ def test_topk_short_rows_every_k(xp, dtype):
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16", "uint32", "int32",
                                    "float16", "float32", "int64"])
 def test_topk_rows_up_to_33_every_k(dtype):
-    """Contiguous rows of up to 32 values of 4 bytes or fewer rank every value at once
-    (selection.hpp select_by_rank, one branch per block size): every row length around
-    the blocks of 4 and the 32 limit, every k, both orders, sorted and in index order,
-    with ties, NaN, infinities and -0.0."""
+    """Rows of up to 32 values of 4 bytes or fewer rank every value at once (selection.hpp
+    select_by_rank): every row length around the rank vectors (4, 8 or 16 lanes by the
+    build) and the 32 limit, every k, both orders, sorted and in index order, with ties,
+    NaN, infinities and -0.0; a strided row."""
     rng = np.random.default_rng(33)
     for m in range(1, 34):
         x = np.concatenate([sample((30, m), dtype, rng), sample((30, m), dtype, rng, ties=True),
@@ -83,6 +83,32 @@ def test_topk_rows_up_to_33_every_k(dtype):
             for largest in (True, False):
                 check_topk(x, k, -1, largest)
                 check_topk(x, k, -1, largest, sorted=False)
+        check_topk(x[:, ::-1], m // 2, -1, True)    # a strided row ranks as well
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint32", "int32", "float32"])
+def test_topk_rows_up_to_256_large_k(dtype):
+    """Contiguous rows of 33-256 values of 4 bytes or fewer with k > 16 (up to 128
+    values, or k > 32) rank every value at once (selection.hpp select_by_rank with
+    kWideRankMax): row lengths around the rank vectors (4, 8 or 16 lanes by the build)
+    and both limits, k around 16, 32 and up to the whole row, both orders, sorted and in
+    index order; random, tied, all-equal rows and ones with NaN, infinities and -0.0,
+    the best values in the last, partly padded vector, strided rows (another path)."""
+    rng = np.random.default_rng(256)
+    for m in (33, 47, 48, 63, 64, 65, 100, 127, 128, 129, 200, 255, 256, 257):
+        rows = [sample((10, m), dtype, rng), sample((10, m), dtype, rng, ties=True),
+                sample((10, m), dtype, rng, ties=True, specials=True),
+                np.zeros((1, m), dtype), np.sort(sample((1, m), dtype, rng), axis=1)]
+        tail = sample((2, m), dtype, rng, ties=True)
+        tail[:, -(m % 16 or 16):] = tail.max() if dtype != "float32" else 1e30
+        x = np.concatenate(rows + [tail])
+        ks = sorted({k for k in (17, 18, 31, 32, 33, 40, m // 2, m - 1, m) if 17 <= k <= m})
+        for largest in (True, False):
+            ranked = ref.topk(x, m, -1, largest)
+            for k in ks:
+                check_topk(x, k, -1, largest, ranked=ranked)
+                check_topk(x, k, -1, largest, sorted=False, ranked=ranked)
+            check_topk(x[:, ::-1], ks[0], -1, largest)
 
 
 @pytest.mark.parametrize("dtype", ["uint32", "int32", "float32"])
@@ -149,24 +175,25 @@ def test_topk_mid_rows_group_threshold(dtype):
 
 @pytest.mark.parametrize("dtype", ALL_REAL)
 def test_topk_long_rows_partition(xp, dtype):
-    """Rows >= 512 with k past the heap's range: the partition over the candidates of a
+    """Rows >= 256 with k past the heap's range: the partition over the candidates of a
     strided sample's threshold (and its fallback to every value when the sample lies:
-    the sampled positions hold the row's largest values), the packed-key sort of the
-    winners; ties, NaN, +-inf and signed zeros, sorted and unsorted."""
+    the sampled positions hold the row's largest values), the candidates' ranks (4-byte
+    types, up to 512 candidates that pay) or the packed-key sort of the winners; ties,
+    NaN, +-inf and signed zeros, sorted and unsorted."""
     rng = np.random.default_rng(3)
-    m = 3000
-    x = np.concatenate([sample((2, m), dtype, rng), sample((2, m), dtype, rng, ties=True),
-                        sample((2, m), dtype, rng, ties=True, specials=True)])
-    liar = sample((2, m), dtype, rng, ties=True)
-    n_sample = max(64, m // 32)
-    liar[:, np.arange(n_sample) * m // n_sample] = np.iinfo(liar.dtype).max \
-        if liar.dtype.kind in "iu" else 1e4
-    liar[1] = liar[0][::-1]
-    x = np.concatenate([x, liar])
-    for k in (60, 300, 1500):
-        for largest in (True, False):
-            check_topk(x, k, -1, largest, xp=xp)
-            check_topk(x, k, -1, largest, sorted=False, xp=xp)
+    for m, ks in ((3000, (60, 300, 1500)), (300, (65, 100, 149)), (511, (65, 200))):
+        x = np.concatenate([sample((2, m), dtype, rng), sample((2, m), dtype, rng, ties=True),
+                            sample((2, m), dtype, rng, ties=True, specials=True)])
+        liar = sample((2, m), dtype, rng, ties=True)
+        n_sample = max(64, m // 32)
+        liar[:, np.arange(n_sample) * m // n_sample] = np.iinfo(liar.dtype).max \
+            if liar.dtype.kind in "iu" else 1e4
+        liar[1] = liar[0][::-1]
+        x = np.concatenate([x, liar])
+        for k in ks:
+            for largest in (True, False):
+                check_topk(x, k, -1, largest, xp=xp)
+                check_topk(x, k, -1, largest, sorted=False, xp=xp)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "float16", "float64"])

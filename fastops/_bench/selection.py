@@ -144,7 +144,11 @@ WORKLOADS = [
                       # k of 17-64 on such rows (the thirty-first session's scan: 1.06-1.26x
                       # onnxruntime before the 64- and 128-group thresholds)
                       (2000, 1000, 10), (256, 1000, 5), (2000, 1000, 30), (500, 4000, 40),
-                      (4000, 256, 20)]],
+                      (4000, 256, 20),
+                      # rows of a few hundred with k of half of them, and whole rows
+                      # sorted (the thirty-first session: 1.0-1.3x torch before the
+                      # ranks and the radix sort)
+                      (10_000, 200, 100), (2000, 1000, 1000)]],
     # float16 scores (a half-precision model's output), found by the twenty-eighth
     # session's scan: converted to float32 by NumPy before the kernel (docs/performance.md)
     _topk_workload(2000, 1000, 10, np.float16, quick=False),

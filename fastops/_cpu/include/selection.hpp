@@ -241,7 +241,7 @@ struct SelectScratch {
   // candidates, their permuted copy, the sample: as PartKey<T, ...>::K
   std::vector<std::conditional_t<kKey32<T>, uint32_t, T>> vals;
   std::vector<int64_t> pos;   // the candidates' positions in the row
-  std::vector<uint64_t> keys; // sort_index_ordered's packed keys
+  std::vector<uint64_t> keys, keys2; // sort_index_ordered's packed keys (and radix copy)
   std::vector<Entry<T>> tmp;
   std::vector<Entry<T>> group;  // select_k's group-threshold candidates
 };
@@ -290,64 +290,74 @@ struct PartKey<T, Largest, true> {
   static inline bool less(K a, K b) { return a < b; }
 };
 
-// Short contiguous rows (m <= kRankMax) of kKey32 types: every value's rank at once.  Lane
-// j of NB 4-lane integer vectors (SSE2) counts the values that beat value j (a smaller
-// key, or an equal key at a lower index), one broadcast compare per value, no branch; a
-// value of rank r < k goes to out[r] (sorted) or, in index order, to the next slot.  The
-// sorted insertion list it replaces mispredicted on most inserts: topk 100000x20 k=5
-// float32 22 -> 9.3 ms on one thread (C++ harness; fastops/_bench/selection.py 0.50x ORT).
+// Rows of kKey32 types: every value's rank at once, for rows of up to kRankMax values
+// with any k, and of up to kWideRankMax (or as many candidates) where rank_pays.  Lane j
+// of a vector of kRankLanes counts the values that beat value j (a smaller key, or an
+// equal key at a lower index), one broadcast compare per value, no branch; a value of
+// rank r < k goes to out[r] (sorted) or, in index order, to the next slot.  The sorted
+// insertion list it replaced on rows of up to 32 mispredicted on most inserts: topk
+// 100000x20 k=5 float32 22 -> 9.3 ms on one thread (C++ harness; fastops/_bench/
+// selection.py 0.50x ORT); the 16-lane blocks, one at a time against every value, took
+// that row to 0.77x the 4-lane registers of each value in turn.  Past 32 values the m^2 /
+// kRankLanes compares replace nth_element and the sort of the k winners (select_k).
 constexpr int64_t kRankMax = 32;
+constexpr int64_t kWideRankMax = 512;
+// rank_pays: m^2 <= kRankCost * kRankLanes * k, fitted to the crossovers against the
+// partition on the AVX-512 VM (16 lanes; rows of 256 k=44, 300 k=60, 400 k=107, 512
+// k=175); the 4-lane baseline build follows it (rows of 128: k=40 1.02x the partition
+// where the rule would have ranked at 16 lanes, k=64 0.66 where it ranks at 4).
+constexpr int64_t kRankCost = 94;
+constexpr int64_t kSampleMin = 256;  // the partition's sample threshold from rows this long
+#if defined(__AVX512F__)
+constexpr int kRankLanes = 16;
+#elif defined(__AVX2__)
+constexpr int kRankLanes = 8;
+#else
+constexpr int kRankLanes = 4;  // SSE2 (GCC's generic vectors elsewhere)
+#endif
 
-// rank[j] for keys kv[0:m] (signed rank keys, padded with INT32_MAX to 4 * NB): the
-// number of keys that beat key j (smaller, or equal at a lower position).
-template <int NB>
+// rank[j] for keys kv[0:m] (signed rank keys, kv and rank padded to a multiple of
+// kRankLanes; the padding's ranks are not counted or set meaningfully).
 inline void ranks_of_keys(const int32_t* kv, int m, int32_t* rank) {
-  typedef int32_t v4i __attribute__((vector_size(16)));  // SSE2; unrolled to NB registers
+  constexpr int W = kRankLanes;
+  typedef int32_t vi __attribute__((vector_size(4 * W)));
+  vi lane;
+  for (int l = 0; l < W; ++l) lane[l] = l;
   // Value i beats lane j when key_i < key_j, or key_i == key_j and i < j.  Over the i < j
-  // that is 1 - [key_j < key_i], so lane j starts at j and adds the -1 masks of
-  // key_i > key_j for i < j and subtracts those of key_j > key_i for i > j; only the
-  // block holding i needs the per-lane test.
-  v4i key[NB], idx[NB], cnt[NB];
-  for (int b = 0; b < NB; ++b) {
-    std::memcpy(&key[b], kv + 4 * b, sizeof(v4i));
-    idx[b] = v4i{4 * b, 4 * b + 1, 4 * b + 2, 4 * b + 3};
-    cnt[b] = v4i{};
-  }
-  for (int i = 0; i < m; ++i) {
-    const v4i ki = v4i{} + kv[i], ii = v4i{} + i;
-    const int bi = i / 4;
-    for (int b = 0; b < NB; ++b) {
-      if (b < bi) cnt[b] -= key[b] > ki;       // every lane j < i
-      else if (b > bi) cnt[b] += ki > key[b];  // every lane j > i
-      else cnt[b] -= (ki < key[b]) | ((ki == key[b]) & (ii < idx[b]));
+  // that is 1 - [key_i > key_j]: a block's lanes start at the count of the values before
+  // the block and add the -1 masks of key_i > key_j; the values after the block subtract
+  // those of key_j > key_i; only the block's own values need the per-lane index test.
+  // Two accumulators each (one dependent add a cycle otherwise).
+  for (int b = 0; b * W < m; ++b) {
+    const int lo = b * W, hi = std::min(m, lo + W);
+    vi key, c0 = vi{} + lo, c1 = vi{};
+    std::memcpy(&key, kv + lo, sizeof key);
+    int i = 0;
+    for (; i < lo; i += 2) {  // (lo: a multiple of W, even)
+      c0 += (vi{} + kv[i]) > key;
+      c1 += (vi{} + kv[i + 1]) > key;
     }
-  }
-  for (int b = 0; b < NB; ++b) cnt[b] += v4i{} + 4 * b;  // the 1s of the earlier blocks
-  std::memcpy(rank, cnt, sizeof(v4i) * NB);
-}
-
-// rank[0:m] of keys kv (m <= kRankMax, padded with INT32_MAX to a multiple of 4).
-inline void ranks_of_keys(const int32_t* kv, int m, int32_t* rank) {
-  static_assert(kRankMax == 32, "ranks_of_keys covers up to 8 blocks of 4");
-  switch ((m + 3) / 4) {
-    case 1: return ranks_of_keys<1>(kv, m, rank);
-    case 2: return ranks_of_keys<2>(kv, m, rank);
-    case 3: return ranks_of_keys<3>(kv, m, rank);
-    case 4: return ranks_of_keys<4>(kv, m, rank);
-    case 5: return ranks_of_keys<5>(kv, m, rank);
-    case 6: return ranks_of_keys<6>(kv, m, rank);
-    case 7: return ranks_of_keys<7>(kv, m, rank);
-    default: return ranks_of_keys<8>(kv, m, rank);
+    for (; i < hi; ++i) {
+      const vi ki = vi{} + kv[i];
+      c0 -= (ki < key) | ((ki == key) & ((vi{} + (i - lo)) < lane));
+    }
+    for (; i + 1 < m; i += 2) {
+      c0 -= key > (vi{} + kv[i]);
+      c1 -= key > (vi{} + kv[i + 1]);
+    }
+    for (; i < m; ++i) c0 -= key > (vi{} + kv[i]);
+    const vi cnt = c0 + c1;
+    std::memcpy(rank + lo, &cnt, sizeof cnt);
   }
 }
 
-// out[0:k] from m ranked entries entry(j): by rank (sorted) or, in index order, the
-// ones of rank < k; branch-free (a taken-or-not branch per value mispredicted like the
-// insertion list).
-template <typename T, typename EntryOf>
+// out[0:k] from m ranked entries entry(j) (m <= Cap): by rank (sorted) or, in index
+// order, the ones of rank < k; branch-free (a taken-or-not branch per value mispredicted
+// like the insertion list).
+template <typename T, int64_t Cap, typename EntryOf>
 inline void place_by_rank(const int32_t* rank, int m, int64_t k, bool sorted, EntryOf entry,
                           Entry<T>* out) {
-  Entry<T> placed[kRankMax + 1];
+  Entry<T> placed[Cap + 1];
   int64_t next = 0;
   for (int j = 0; j < m; ++j) {
     const int64_t slot = sorted ? rank[j] : next;
@@ -357,18 +367,27 @@ inline void place_by_rank(const int32_t* rank, int m, int64_t k, bool sorted, En
   std::copy(placed, placed + k, out);
 }
 
-template <typename T, bool Largest>
-inline void select_by_rank(const T* p, int64_t m, int64_t k, bool sorted, Entry<T>* out,
-                           int64_t offset) {
-  alignas(16) int32_t kv[kRankMax], rank[kRankMax];
-  T vals[kRankMax];  // each value read once: the ranks are a permutation of 0 .. m - 1
-  for (int j = 0; j < kRankMax; ++j) {
-    if (j < m) vals[j] = p[j];
-    kv[j] = j < m ? rank_key_i32<T, Largest>(vals[j]) : INT32_MAX;  // padding never contends
+// The k best of m values read by get (value(j), and an Entry with their position) by
+// their ranks; m <= Cap.
+template <typename T, bool Largest, int64_t Cap, typename Get>
+inline void select_by_rank(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out) {
+  static_assert(Cap % kRankLanes == 0, "whole vectors");
+  alignas(64) int32_t kv[Cap], rank[Cap];
+  T vals[Cap];  // each value read once: the ranks are a permutation of 0 .. m - 1
+  const int64_t padded = (m + kRankLanes - 1) / kRankLanes * kRankLanes;
+  for (int64_t j = 0; j < m; ++j) {
+    vals[j] = get.value(j);
+    kv[j] = rank_key_i32<T, Largest>(vals[j]);
   }
+  for (int64_t j = m; j < padded; ++j) kv[j] = INT32_MAX;  // padding never contends
   ranks_of_keys(kv, static_cast<int>(m), rank);
-  place_by_rank<T>(rank, static_cast<int>(m), k, sorted,
-                   [&](int j) { return Entry<T>{vals[j], j + offset}; }, out);
+  place_by_rank<T, Cap>(rank, static_cast<int>(m), k, sorted,
+                        [&](int j) { return Entry<T>{vals[j], get(j).i}; }, out);
+}
+
+// Whether ranking m values for the k best costs less than the other paths (see select_k).
+inline bool rank_pays(int64_t m, int64_t k) {
+  return m <= kWideRankMax && m * m <= kRankCost * kRankLanes * k;
 }
 
 // ------------------------------------------------------------------ short rows, small k
@@ -481,12 +500,40 @@ inline bool select_short(const T* p, int64_t m, int64_t k, bool sorted, Entry<T>
   // the key of position q: block q / 4, or lane q - (m - 4) of the overlapping last block
   const int32_t* kf = reinterpret_cast<const int32_t*>(key);
   auto key_at = [&](int q) { return q < 4 * nfull ? kf[q] : kf[4 * nfull + q - tail0]; };
-  alignas(16) int32_t ck[kRankMax], rank[kRankMax];
+  alignas(64) int32_t ck[kRankMax], rank[kRankMax];
+  static_assert(kRankMax % kRankLanes == 0, "whole vectors");
   for (int j = 0; j < kRankMax; ++j) ck[j] = j < c ? key_at(pos[j]) : INT32_MAX;
   ranks_of_keys(ck, c, rank);
-  place_by_rank<T>(rank, c, k, sorted,
+  place_by_rank<T, kRankMax>(rank, c, k, sorted,
                    [&](int j) { return Entry<T>{p[pos[j]], pos[j] + offset}; }, out);
   return true;
+}
+
+// keys sorted by their upper 32 bits, stably (an LSD radix sort, a byte a pass, the
+// passes whose byte is one value skipped); tmp: scratch of the same size.  For keys
+// (key << 32 | position) with the positions ascending that is their std::sort order.
+constexpr int64_t kRadixMin = 192;
+inline void radix_sort_high32(std::vector<uint64_t>& keys, std::vector<uint64_t>& tmp) {
+  const size_t n = keys.size();
+  tmp.resize(n);
+  uint32_t count[4][256] = {};
+  for (const uint64_t x : keys)
+    for (int d = 0; d < 4; ++d) ++count[d][(x >> (32 + 8 * d)) & 0xff];
+  uint64_t* src = keys.data();
+  uint64_t* dst = tmp.data();
+  for (int d = 0; d < 4; ++d) {
+    uint32_t* c = count[d];
+    if (c[(src[0] >> (32 + 8 * d)) & 0xff] == n) continue;  // one value: order kept
+    uint32_t sum = 0;
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t t = c[b];
+      c[b] = sum;
+      sum += t;
+    }
+    for (size_t i = 0; i < n; ++i) dst[c[(src[i] >> (32 + 8 * d)) & 0xff]++] = src[i];
+    std::swap(src, dst);
+  }
+  if (src != keys.data()) keys.swap(tmp);
 }
 
 // Sort out[0:k], which is in ascending index order, best first.  For values of 4 bytes
@@ -501,7 +548,8 @@ inline void sort_index_ordered(Entry<T>* out, int64_t k, SelectScratch<T>& s) {
       for (int64_t t = 0; t < k; ++t)
         s.keys[t] = (static_cast<uint64_t>(rank_key32<T, Largest>(out[t].v)) << 32) |
                     static_cast<uint64_t>(t);
-      std::sort(s.keys.begin(), s.keys.end());
+      if (k >= kRadixMin) radix_sort_high32(s.keys, s.keys2);
+      else std::sort(s.keys.begin(), s.keys.end());
       s.tmp.assign(out, out + k);
       for (int64_t t = 0; t < k; ++t) out[t] = s.tmp[s.keys[t] & 0xffffffffu];
       return;
@@ -509,6 +557,15 @@ inline void sort_index_ordered(Entry<T>* out, int64_t k, SelectScratch<T>& s) {
   }
   std::sort(out, out + k, Rank<T, Largest>());
 }
+
+// The values of row `get` at positions pos[0:c] (a partition's candidates).
+template <typename T, typename Get>
+struct Candidates {
+  Get get;
+  const int64_t* pos;
+  inline T value(int64_t t) const { return get.value(pos[t]); }
+  inline Entry<T> operator()(int64_t t) const { return get(pos[t]); }
+};
 
 template <typename T>
 struct EntryArray {
@@ -678,6 +735,18 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
       }
     }
   }
+  // Rows with k past the short-row and group paths: the ranks of every value where they
+  // pay (rank_pays) and the row is too short for the partition's sample or k is at
+  // least half of it (the sample's candidates are then most of the row).  B / A against
+  // the partition (nth_element and the sort of the k winners), one process, 2 threads,
+  // medians of 15: rows of 33-64 k=17-64 0.15-0.26; 100 k=17-50 0.27-0.41; 128 k=40-128
+  // 0.21-0.36; 200 k=48-200 0.27-0.56; 256-511 k=m 0.31-0.49.
+  if constexpr (kKey32<T>) {
+    if (k > kShortK && rank_pays(m, k) && (m < kSampleMin || 2 * k >= m)) {
+      select_by_rank<T, Largest, kWideRankMax>(get, m, k, sorted, out);
+      return;
+    }
+  }
   if (k * kHeapRatio <= m) {  // heap of the k best; later equal values never displace (ties -> lower index)
     for (int64_t j = 0; j < k; ++j) out[j] = get(j);
     for (int64_t p = k / 2 - 1; p >= 0; --p) heap_sift_down<T, Largest>(out, k, p);
@@ -716,10 +785,8 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
   }
   if constexpr (kKey32<T>) {
     if (m <= kRankMax) {
-      if (const T* p = get.contiguous()) {
-        select_by_rank<T, Largest>(p, m, k, sorted, out, get.offset);
-        return;
-      }
+      select_by_rank<T, Largest, kRankMax>(get, m, k, sorted, out);
+      return;
     }
   }
   if (k <= kInsertMax) {  // short rows, small k: a sorted list of the k best
@@ -747,9 +814,12 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
   // 4 bytes or fewer are handled as their uint32 rank keys (PartKey), and the keep pass
   // is branch free: topk 10000x1000 k=100 float32, C++ harness, 119 -> 79 ms on one
   // thread, 60 -> 40 ms on two (callgrind had put ~1000 mispredicted branches per row).
+  // Where the candidates' ranks pay (rank_pays), those replace nth_element and the sort:
+  // topk 10000x1000 k=100 0.73x, rows of 400 k=65-100 0.48-0.50x (the sample from rows
+  // of kSampleMin = 256 for this; it began at 512).
   using PK = PartKey<T, Largest>;
   using K = typename PK::K;
-  const int64_t n_sample = m >= 512 ? std::min<int64_t>(1024, std::max<int64_t>(64, m / 32)) : 0;
+  const int64_t n_sample = m >= kSampleMin ? std::min<int64_t>(1024, std::max<int64_t>(64, m / 32)) : 0;
   if (static_cast<int64_t>(scratch.vals.size()) < 2 * m + n_sample)
     scratch.vals.resize(2 * m + n_sample);
   K* cand = scratch.vals.data();  // [0, m): candidates' keys in index order
@@ -775,6 +845,13 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     }
   }
   const bool every = c < k;
+  if constexpr (kKey32<T>) {
+    if (!every && rank_pays(c, k)) {  // the candidates' ranks: no nth_element, no sort
+      const int64_t* pos = scratch.pos.data();
+      select_by_rank<T, Largest, kWideRankMax>(Candidates<T, Get>{get, pos}, c, k, sorted, out);
+      return;
+    }
+  }
   if (every) {
     for (int64_t j = 0; j < m; ++j) cand[j] = PK::of(get.value(j));
     c = m;
