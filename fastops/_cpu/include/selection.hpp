@@ -543,7 +543,7 @@ inline void radix_sort_high32(std::vector<uint64_t>& keys, std::vector<uint64_t>
 template <typename T, bool Largest>
 inline void sort_index_ordered(Entry<T>* out, int64_t k, SelectScratch<T>& s) {
   if constexpr (kKey32<T>) {
-    if (k <= (int64_t(1) << 32)) {
+    if (k < (int64_t(1) << 32)) {  // (positions, and the radix sort's counts, in 32 bits)
       s.keys.resize(static_cast<size_t>(k));
       for (int64_t t = 0; t < k; ++t)
         s.keys[t] = (static_cast<uint64_t>(rank_key32<T, Largest>(out[t].v)) << 32) |
