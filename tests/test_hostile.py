@@ -1010,47 +1010,33 @@ def test_concurrent_mutation_along_the_last_axis(op, shape, ishape, axis):
     test_concurrent_mutation_is_memory_safe(spec)
 
 
-def _race_topk_mid_rows(rng):
-    x = rng.standard_normal((256, 1000)).astype(np.float32)
-    bad = np.where(rng.random(x.shape) < 0.5, np.nan, -np.inf).astype(np.float32)
-    return dict(x=x, k=10), "x", x.copy(), bad
+def _race_topk_rows(shape, k):
+    def race(rng):
+        x = rng.standard_normal(shape).astype(np.float32)
+        bad = np.where(rng.random(x.shape) < 0.5, np.nan, -np.inf).astype(np.float32)
+        return dict(x=x, k=k), "x", x.copy(), bad
+    return race
 
 
-def test_concurrent_mutation_of_topk_mid_rows():
-    """topk's group threshold (rows of 2G-16384 float32, k <= G / 2, G = 32, 64, 128)
-    under a flip of the values between a row and NaN / -inf: whatever the values, every
-    index in the row."""
-    spec = dataclasses.replace(SPEC["topk"], race=_race_topk_mid_rows)
+@pytest.mark.parametrize("shape, ks, distinct", [
+    ((256, 1000), (10, 30, 60), False),  # the group threshold (G = 32, 64, 128)
+    ((2000, 100), (40,), True)])         # the ranks of every value, each read once
+def test_concurrent_mutation_of_topk_rows(shape, ks, distinct):
+    """topk's float32 paths for rows of hundreds under a flip of the values between a
+    row and NaN / -inf: whatever the values, every index in the row, sorted or not; the
+    ranks of every value stay a permutation, so those indices are distinct too."""
+    spec = dataclasses.replace(SPEC["topk"], race=_race_topk_rows(shape, ks[0]))
     test_concurrent_mutation_is_memory_safe(spec)
-    kw, _, good, bad = _race_topk_mid_rows(np.random.default_rng(2))
+    kw, _, good, bad = _race_topk_rows(shape, ks[0])(np.random.default_rng(2))
     x = kw["x"]
     with _flipping(x, good, bad):
         for _ in range(20):
-            for k in (10, 30, 60):
-                _, i = fastops.topk(x, k)
-                assert i.min() >= 0 and i.max() < x.shape[1]
-
-
-def _race_topk_ranked_rows(rng):
-    x = rng.standard_normal((2000, 100)).astype(np.float32)
-    bad = np.where(rng.random(x.shape) < 0.5, np.nan, -np.inf).astype(np.float32)
-    return dict(x=x, k=40), "x", x.copy(), bad
-
-
-def test_concurrent_mutation_of_topk_ranked_rows():
-    """topk's ranks of every value (rows of 33-256 with k > 16) under a flip of the
-    values: each value is read once, so the ranks stay a permutation and every index
-    is in the row, each once."""
-    spec = dataclasses.replace(SPEC["topk"], race=_race_topk_ranked_rows)
-    test_concurrent_mutation_is_memory_safe(spec)
-    kw, _, good, bad = _race_topk_ranked_rows(np.random.default_rng(3))
-    x = kw["x"]
-    with _flipping(x, good, bad):
-        for _ in range(20):
-            for sorted_ in (True, False):
-                _, i = fastops.topk(x, 40, sorted=sorted_)
-                assert i.min() >= 0 and i.max() < x.shape[1]
-                assert all(len(np.unique(r)) == 40 for r in i)
+            for k in ks:
+                for sorted_ in (True, False):
+                    _, i = fastops.topk(x, k, sorted=sorted_)
+                    assert i.min() >= 0 and i.max() < x.shape[1]
+                    if distinct:
+                        assert all(len(np.unique(r)) == k for r in i)
 
 
 def test_concurrent_mutation_of_batch_indices():
