@@ -69,7 +69,7 @@ def test_topk_short_rows_every_k(xp, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16", "uint32", "int32",
-                                   "float16", "float32", "int64"])
+                                   "float16", "float32", "int64", "float64"])
 def test_topk_rows_up_to_33_every_k(dtype):
     """Rows of up to 32 values of 4 bytes or fewer rank every value at once (selection.hpp
     select_by_rank): every row length around the rank vectors (4, 8 or 16 lanes by the
@@ -86,14 +86,15 @@ def test_topk_rows_up_to_33_every_k(dtype):
         check_topk(x[:, ::-1], m // 2, -1, True)    # a strided row ranks as well
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint32", "int32", "float32"])
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint32", "int32", "float32", "int64",
+                                   "uint64", "float64"])
 def test_topk_rows_up_to_256_large_k(dtype):
-    """Contiguous rows of 33-256 values of 4 bytes or fewer with k > 16 (up to 128
-    values, or k > 32) rank every value at once (selection.hpp select_by_rank with
-    kWideRankMax): row lengths around the rank vectors (4, 8 or 16 lanes by the build)
-    and both limits, k around 16, 32 and up to the whole row, both orders, sorted and in
+    """Rows of 33-257 values with k > 16 rank every value at once where that pays
+    (selection.hpp select_by_rank: 4-byte keys, or 8-byte keys in the x86-64-v3 and v4
+    builds): row lengths around the rank vectors (2 to 16 lanes by the build and the key)
+    and the limits, k around 16, 32 and up to the whole row, both orders, sorted and in
     index order; random, tied, all-equal rows and ones with NaN, infinities and -0.0,
-    the best values in the last, partly padded vector, strided rows (another path)."""
+    the best values in the last, partly padded vector, strided rows."""
     rng = np.random.default_rng(256)
     for m in (33, 47, 48, 63, 64, 65, 100, 127, 128, 129, 200, 255, 256, 257):
         rows = [sample((10, m), dtype, rng), sample((10, m), dtype, rng, ties=True),

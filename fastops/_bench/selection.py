@@ -152,6 +152,10 @@ WORKLOADS = [
     # float16 scores (a half-precision model's output), found by the twenty-eighth
     # session's scan: converted to float32 by NumPy before the kernel (docs/performance.md)
     _topk_workload(2000, 1000, 10, np.float16, quick=False),
+    # NumPy's default float64 (the thirty-first session's scan: 1.27-1.46x torch on rows of
+    # 80-4000 before 8-byte ranks and radix sort)
+    _topk_workload(10_000, 200, 100, np.float64, quick=False),
+    _topk_workload(500, 4000, 2000, np.float64, quick=False),
     _cum_workload("cummax", 0), _cum_workload("cummax", 1),
     _cum_workload("cummin", 0), _cum_workload("cummin", 1),
     _nonzero_workload("float32"), _nonzero_workload("bool"),

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -235,6 +236,10 @@ template <typename T>
 constexpr bool kKey32 =
     sizeof(T) <= 4 && (std::is_integral<T>::value || std::is_same<T, float>::value);
 
+struct KeyPos {
+  uint64_t key, pos;
+};
+
 // The partition path's scratch, grown on demand and reused across rows.
 template <typename T>
 struct SelectScratch {
@@ -242,6 +247,7 @@ struct SelectScratch {
   std::vector<std::conditional_t<kKey32<T>, uint32_t, T>> vals;
   std::vector<int64_t> pos;   // the candidates' positions in the row
   std::vector<uint64_t> keys, keys2; // sort_index_ordered's packed keys (and radix copy)
+  std::vector<KeyPos> pairs, pairs2;  // the same for 8-byte types
   std::vector<Entry<T>> tmp;
   std::vector<Entry<T>> group;  // select_k's group-threshold candidates
 };
@@ -273,6 +279,32 @@ inline uint32_t rank_key32(T v) {
 template <typename T, bool Largest>
 inline int32_t rank_key_i32(T v) {
   return static_cast<int32_t>(rank_key32<T, Largest>(v) ^ 0x80000000u);
+}
+
+// Types of 8 bytes: rank_key32's order in a signed 64-bit key.
+template <typename T>
+constexpr bool kKey64 =
+    sizeof(T) == 8 && (std::is_integral<T>::value || std::is_same<T, double>::value);
+template <typename T, bool Largest>
+inline int64_t rank_key_i64(T v) {
+  constexpr uint64_t kSign = uint64_t(1) << 63;
+  uint64_t u;
+  bool nan = false;
+  if constexpr (std::is_floating_point<T>::value) {
+    uint64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    const uint64_t mag = b & ~kSign;
+    nan = mag > 0x7ff0000000000000ull;
+    b = mag == 0 ? 0u : b;  // -0.0 ties +0.0
+    u = (b & kSign) ? ~b : (b | kSign);
+  } else if constexpr (std::is_signed<T>::value) {
+    u = static_cast<uint64_t>(v) ^ kSign;
+  } else {
+    u = static_cast<uint64_t>(v);
+  }
+  u = Largest ? ~u : u;
+  u = nan ? (Largest ? 0u : ~uint64_t(0)) : u;
+  return static_cast<int64_t>(u ^ kSign);
 }
 
 // The partition path's order: for kKey32 types the uint32 rank key (integer compares,
@@ -315,12 +347,32 @@ constexpr int kRankLanes = 8;
 #else
 constexpr int kRankLanes = 4;  // SSE2 (GCC's generic vectors elsewhere)
 #endif
+// The types ranked: 4 bytes or fewer as int32 keys; 8 bytes as int64 keys (half the
+// lanes) where the build compares 64-bit lanes natively (AVX2 on; SSE2 has no 64-bit
+// compare, which GCC would emulate).
+#if defined(__AVX2__)
+constexpr bool kRank64 = true;
+#else
+constexpr bool kRank64 = false;
+#endif
+template <typename T>
+constexpr bool kRanked = kKey32<T> || (kKey64<T> && kRank64);
+template <typename T>
+using RankKey = std::conditional_t<(sizeof(T) <= 4), int32_t, int64_t>;
+template <typename T>
+constexpr int kRankLanesOf = kRankLanes * 4 / static_cast<int>(sizeof(RankKey<T>));
+template <typename T, bool Largest>
+inline RankKey<T> rank_key_signed(T v) {
+  if constexpr (sizeof(T) <= 4) return rank_key_i32<T, Largest>(v);
+  else return rank_key_i64<T, Largest>(v);
+}
 
-// rank[j] for keys kv[0:m] (signed rank keys, kv and rank padded to a multiple of
-// kRankLanes; the padding's ranks are not counted or set meaningfully).
-inline void ranks_of_keys(const int32_t* kv, int m, int32_t* rank) {
-  constexpr int W = kRankLanes;
-  typedef int32_t vi __attribute__((vector_size(4 * W)));
+// rank[j] for keys kv[0:m] (signed rank keys of 4 or 8 bytes, kv and rank padded to a
+// multiple of the lanes; the padding's ranks are not counted or set meaningfully).
+template <typename K>
+inline void ranks_of_keys(const K* kv, int m, int32_t* rank) {
+  constexpr int W = kRankLanes * 4 / static_cast<int>(sizeof(K));
+  typedef K vi __attribute__((vector_size(sizeof(K) * W)));
   vi lane;
   for (int l = 0; l < W; ++l) lane[l] = l;
   // Value i beats lane j when key_i < key_j, or key_i == key_j and i < j.  Over the i < j
@@ -347,7 +399,8 @@ inline void ranks_of_keys(const int32_t* kv, int m, int32_t* rank) {
     }
     for (; i < m; ++i) c0 -= key > (vi{} + kv[i]);
     const vi cnt = c0 + c1;
-    std::memcpy(rank + lo, &cnt, sizeof cnt);
+    if constexpr (sizeof(K) == 4) std::memcpy(rank + lo, &cnt, sizeof cnt);
+    else for (int l = 0; l < W; ++l) rank[lo + l] = static_cast<int32_t>(cnt[l]);
   }
 }
 
@@ -371,23 +424,27 @@ inline void place_by_rank(const int32_t* rank, int m, int64_t k, bool sorted, En
 // their ranks; m <= Cap.
 template <typename T, bool Largest, int64_t Cap, typename Get>
 inline void select_by_rank(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out) {
-  static_assert(Cap % kRankLanes == 0, "whole vectors");
-  alignas(64) int32_t kv[Cap], rank[Cap];
+  using K = RankKey<T>;
+  constexpr int W = kRankLanesOf<T>;
+  static_assert(Cap % W == 0, "whole vectors");
+  alignas(64) K kv[Cap];
+  alignas(64) int32_t rank[Cap];
   T vals[Cap];  // each value read once: the ranks are a permutation of 0 .. m - 1
-  const int64_t padded = (m + kRankLanes - 1) / kRankLanes * kRankLanes;
+  const int64_t padded = (m + W - 1) / W * W;
   for (int64_t j = 0; j < m; ++j) {
     vals[j] = get.value(j);
-    kv[j] = rank_key_i32<T, Largest>(vals[j]);
+    kv[j] = rank_key_signed<T, Largest>(vals[j]);
   }
-  for (int64_t j = m; j < padded; ++j) kv[j] = INT32_MAX;  // padding never contends
+  for (int64_t j = m; j < padded; ++j) kv[j] = std::numeric_limits<K>::max();  // never contends
   ranks_of_keys(kv, static_cast<int>(m), rank);
   place_by_rank<T, Cap>(rank, static_cast<int>(m), k, sorted,
                         [&](int j) { return Entry<T>{vals[j], get(j).i}; }, out);
 }
 
 // Whether ranking m values for the k best costs less than the other paths (see select_k).
+template <typename T>
 inline bool rank_pays(int64_t m, int64_t k) {
-  return m <= kWideRankMax && m * m <= kRankCost * kRankLanes * k;
+  return m <= kWideRankMax && m * m <= kRankCost * kRankLanesOf<T> * k;
 }
 
 // ------------------------------------------------------------------ short rows, small k
@@ -509,37 +566,42 @@ inline bool select_short(const T* p, int64_t m, int64_t k, bool sorted, Entry<T>
   return true;
 }
 
-// keys sorted by their upper 32 bits, stably (an LSD radix sort, a byte a pass, the
-// passes whose byte is one value skipped); tmp: scratch of the same size.  For keys
-// (key << 32 | position) with the positions ascending that is their std::sort order.
+// v sorted stably by key(e)'s low Bytes bytes, unsigned (an LSD radix sort, a byte a
+// pass, the passes whose byte is one value skipped); tmp: scratch.  With the elements in
+// index order that is the order of (key, index).  v.size() < 2^32.
 constexpr int64_t kRadixMin = 192;
-inline void radix_sort_high32(std::vector<uint64_t>& keys, std::vector<uint64_t>& tmp) {
-  const size_t n = keys.size();
+template <int Bytes, typename E, typename KeyOf>
+inline void radix_sort(std::vector<E>& v, std::vector<E>& tmp, KeyOf key) {
+  const size_t n = v.size();
   tmp.resize(n);
-  uint32_t count[4][256] = {};
-  for (const uint64_t x : keys)
-    for (int d = 0; d < 4; ++d) ++count[d][(x >> (32 + 8 * d)) & 0xff];
-  uint64_t* src = keys.data();
-  uint64_t* dst = tmp.data();
-  for (int d = 0; d < 4; ++d) {
+  uint32_t count[Bytes][256] = {};
+  for (const E& x : v) {
+    const uint64_t q = key(x);
+    for (int d = 0; d < Bytes; ++d) ++count[d][(q >> (8 * d)) & 0xff];
+  }
+  E* src = v.data();
+  E* dst = tmp.data();
+  for (int d = 0; d < Bytes; ++d) {
     uint32_t* c = count[d];
-    if (c[(src[0] >> (32 + 8 * d)) & 0xff] == n) continue;  // one value: order kept
+    if (c[(key(src[0]) >> (8 * d)) & 0xff] == n) continue;  // one value: order kept
     uint32_t sum = 0;
     for (int b = 0; b < 256; ++b) {
       const uint32_t t = c[b];
       c[b] = sum;
       sum += t;
     }
-    for (size_t i = 0; i < n; ++i) dst[c[(src[i] >> (32 + 8 * d)) & 0xff]++] = src[i];
+    for (size_t i = 0; i < n; ++i) dst[c[(key(src[i]) >> (8 * d)) & 0xff]++] = src[i];
     std::swap(src, dst);
   }
-  if (src != keys.data()) keys.swap(tmp);
+  if (src != v.data()) v.swap(tmp);
 }
 
 // Sort out[0:k], which is in ascending index order, best first.  For values of 4 bytes
-// or fewer, one std::sort of (key << 32 | position) integers, then a permutation: equal
-// keys keep their order, which is the index order (the Rank comparator on 16-byte
-// entries took 30% of topk 10000x1000 k=100, fastops/_bench/selection.py).
+// or fewer, one sort of (key << 32 | position) integers, then a permutation: equal keys
+// keep their order, which is the index order (the Rank comparator on 16-byte entries
+// took 30% of topk 10000x1000 k=100, fastops/_bench/selection.py); from kRadixMin
+// winners a radix sort (k=250 0.82-0.86x std::sort, 1000 0.42, k=100-200 0.98-1.02).
+// 8-byte values from kRadixMin: (key, position) pairs radix sorted by the key.
 template <typename T, bool Largest>
 inline void sort_index_ordered(Entry<T>* out, int64_t k, SelectScratch<T>& s) {
   if constexpr (kKey32<T>) {
@@ -548,10 +610,22 @@ inline void sort_index_ordered(Entry<T>* out, int64_t k, SelectScratch<T>& s) {
       for (int64_t t = 0; t < k; ++t)
         s.keys[t] = (static_cast<uint64_t>(rank_key32<T, Largest>(out[t].v)) << 32) |
                     static_cast<uint64_t>(t);
-      if (k >= kRadixMin) radix_sort_high32(s.keys, s.keys2);
+      if (k >= kRadixMin) radix_sort<4>(s.keys, s.keys2, [](uint64_t x) { return x >> 32; });
       else std::sort(s.keys.begin(), s.keys.end());
       s.tmp.assign(out, out + k);
       for (int64_t t = 0; t < k; ++t) out[t] = s.tmp[s.keys[t] & 0xffffffffu];
+      return;
+    }
+  }
+  if constexpr (kKey64<T>) {  // (key, position) pairs, radix sorted by the key alone
+    if (k >= kRadixMin && k < (int64_t(1) << 32)) {
+      s.pairs.resize(static_cast<size_t>(k));
+      for (int64_t t = 0; t < k; ++t)
+        s.pairs[t] = KeyPos{static_cast<uint64_t>(rank_key_i64<T, Largest>(out[t].v)) ^
+                                (uint64_t(1) << 63), static_cast<uint64_t>(t)};
+      radix_sort<8>(s.pairs, s.pairs2, [](const KeyPos& e) { return e.key; });
+      s.tmp.assign(out, out + k);
+      for (int64_t t = 0; t < k; ++t) out[t] = s.tmp[s.pairs[t].pos];
       return;
     }
   }
@@ -741,8 +815,8 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
   // the partition (nth_element and the sort of the k winners), one process, 2 threads,
   // medians of 15: rows of 33-64 k=17-64 0.15-0.26; 100 k=17-50 0.27-0.41; 128 k=40-128
   // 0.21-0.36; 200 k=48-200 0.27-0.56; 256-511 k=m 0.31-0.49.
-  if constexpr (kKey32<T>) {
-    if (k > kShortK && rank_pays(m, k) && (m < kSampleMin || 2 * k >= m)) {
+  if constexpr (kRanked<T>) {
+    if (k > kShortK && rank_pays<T>(m, k) && (m < kSampleMin || 2 * k >= m)) {
       select_by_rank<T, Largest, kWideRankMax>(get, m, k, sorted, out);
       return;
     }
@@ -783,7 +857,7 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     else sort_by_index(out, k);
     return;
   }
-  if constexpr (kKey32<T>) {
+  if constexpr (kRanked<T>) {
     if (m <= kRankMax) {
       select_by_rank<T, Largest, kRankMax>(get, m, k, sorted, out);
       return;
@@ -845,8 +919,8 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     }
   }
   const bool every = c < k;
-  if constexpr (kKey32<T>) {
-    if (!every && rank_pays(c, k)) {  // the candidates' ranks: no nth_element, no sort
+  if constexpr (kRanked<T>) {
+    if (!every && rank_pays<T>(c, k)) {  // the candidates' ranks: no nth_element, no sort
       const int64_t* pos = scratch.pos.data();
       select_by_rank<T, Largest, kWideRankMax>(Candidates<T, Get>{get, pos}, c, k, sorted, out);
       return;
