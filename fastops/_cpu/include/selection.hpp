@@ -252,59 +252,54 @@ struct SelectScratch {
   std::vector<Entry<T>> group;  // select_k's group-threshold candidates
 };
 
-// A 32-bit key of a value of 4 bytes or fewer that orders as Rank does, smaller first:
-// NaN first for largest and last for smallest, -0.0 equal to +0.0.  Branch-free, so that
-// a loop of them vectorizes (the short-row kernel converts whole rows).
-template <typename T, bool Largest>
-inline uint32_t rank_key32(T v) {
-  uint32_t u;
+// Types of 8 bytes that rank_key orders exactly in 64 bits.
+template <typename T>
+constexpr bool kKey64 =
+    sizeof(T) == 8 && (std::is_integral<T>::value || std::is_same<T, double>::value);
+
+// An unsigned key U (32 bits for values of 4 bytes or fewer, 64 for 8) that orders as
+// Rank does, smaller first: NaN first for largest and last for smallest, -0.0 equal to
+// +0.0.  Branch-free, so that a loop of them vectorizes (the short-row kernel converts
+// whole rows).
+template <typename U, typename T, bool Largest>
+inline U rank_key(T v) {
+  static_assert(sizeof(T) <= sizeof(U), "a key as wide as the value");
+  using S = std::make_signed_t<U>;
+  constexpr U kSign = U(1) << (8 * sizeof(U) - 1);
+  U u;
   bool nan = false;
   if constexpr (std::is_floating_point<T>::value) {
-    uint32_t b;
+    static_assert(sizeof(T) == sizeof(U), "the value's own bits");
+    const T inf = std::numeric_limits<T>::infinity();
+    U b, inf_bits;
     std::memcpy(&b, &v, sizeof b);
-    const uint32_t mag = b & 0x7fffffffu;
-    nan = mag > 0x7f800000u;
-    b = mag == 0 ? 0u : b;  // -0.0 ties +0.0
-    u = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    std::memcpy(&inf_bits, &inf, sizeof inf_bits);
+    const U mag = b & ~kSign;
+    nan = mag > inf_bits;
+    b = mag == 0 ? U(0) : b;  // -0.0 ties +0.0
+    u = (b & kSign) ? U(~b) : U(b | kSign);
   } else if constexpr (std::is_signed<T>::value) {
-    u = static_cast<uint32_t>(static_cast<int32_t>(v)) ^ 0x80000000u;
+    u = static_cast<U>(static_cast<S>(v)) ^ kSign;
   } else {
-    u = static_cast<uint32_t>(v);
+    u = static_cast<U>(v);
   }
-  u = Largest ? ~u : u;
-  return nan ? (Largest ? 0u : ~0u) : u;
+  u = Largest ? U(~u) : u;
+  return nan ? (Largest ? U(0) : U(~U(0))) : u;
 }
 
-// rank_key32 as a signed int (for signed vector compares): the same order.
+template <typename T, bool Largest>
+inline uint32_t rank_key32(T v) {
+  return rank_key<uint32_t, T, Largest>(v);
+}
+
+// rank_key as a signed int (for signed vector compares): the same order.
 template <typename T, bool Largest>
 inline int32_t rank_key_i32(T v) {
   return static_cast<int32_t>(rank_key32<T, Largest>(v) ^ 0x80000000u);
 }
-
-// Types of 8 bytes: rank_key32's order in a signed 64-bit key.
-template <typename T>
-constexpr bool kKey64 =
-    sizeof(T) == 8 && (std::is_integral<T>::value || std::is_same<T, double>::value);
 template <typename T, bool Largest>
 inline int64_t rank_key_i64(T v) {
-  constexpr uint64_t kSign = uint64_t(1) << 63;
-  uint64_t u;
-  bool nan = false;
-  if constexpr (std::is_floating_point<T>::value) {
-    uint64_t b;
-    std::memcpy(&b, &v, sizeof b);
-    const uint64_t mag = b & ~kSign;
-    nan = mag > 0x7ff0000000000000ull;
-    b = mag == 0 ? 0u : b;  // -0.0 ties +0.0
-    u = (b & kSign) ? ~b : (b | kSign);
-  } else if constexpr (std::is_signed<T>::value) {
-    u = static_cast<uint64_t>(v) ^ kSign;
-  } else {
-    u = static_cast<uint64_t>(v);
-  }
-  u = Largest ? ~u : u;
-  u = nan ? (Largest ? 0u : ~uint64_t(0)) : u;
-  return static_cast<int64_t>(u ^ kSign);
+  return static_cast<int64_t>(rank_key<uint64_t, T, Largest>(v) ^ (uint64_t(1) << 63));
 }
 
 // The partition path's order: for kKey32 types the uint32 rank key (integer compares,
@@ -359,8 +354,10 @@ template <typename T>
 constexpr bool kRanked = kKey32<T> || (kKey64<T> && kRank64);
 template <typename T>
 using RankKey = std::conditional_t<(sizeof(T) <= 4), int32_t, int64_t>;
+template <typename K>
+constexpr int kLanesOfKey = kRankLanes * 4 / static_cast<int>(sizeof(K));
 template <typename T>
-constexpr int kRankLanesOf = kRankLanes * 4 / static_cast<int>(sizeof(RankKey<T>));
+constexpr int kRankLanesOf = kLanesOfKey<RankKey<T>>;
 template <typename T, bool Largest>
 inline RankKey<T> rank_key_signed(T v) {
   if constexpr (sizeof(T) <= 4) return rank_key_i32<T, Largest>(v);
@@ -371,7 +368,7 @@ inline RankKey<T> rank_key_signed(T v) {
 // multiple of the lanes; the padding's ranks are not counted or set meaningfully).
 template <typename K>
 inline void ranks_of_keys(const K* kv, int m, int32_t* rank) {
-  constexpr int W = kRankLanes * 4 / static_cast<int>(sizeof(K));
+  constexpr int W = kLanesOfKey<K>;
   typedef K vi __attribute__((vector_size(sizeof(K) * W)));
   vi lane;
   for (int l = 0; l < W; ++l) lane[l] = l;
@@ -621,8 +618,7 @@ inline void sort_index_ordered(Entry<T>* out, int64_t k, SelectScratch<T>& s) {
     if (k >= kRadixMin && k < (int64_t(1) << 32)) {
       s.pairs.resize(static_cast<size_t>(k));
       for (int64_t t = 0; t < k; ++t)
-        s.pairs[t] = KeyPos{static_cast<uint64_t>(rank_key_i64<T, Largest>(out[t].v)) ^
-                                (uint64_t(1) << 63), static_cast<uint64_t>(t)};
+        s.pairs[t] = KeyPos{rank_key<uint64_t, T, Largest>(out[t].v), static_cast<uint64_t>(t)};
       radix_sort<8>(s.pairs, s.pairs2, [](const KeyPos& e) { return e.key; });
       s.tmp.assign(out, out + k);
       for (int64_t t = 0; t < k; ++t) out[t] = s.tmp[s.pairs[t].pos];
