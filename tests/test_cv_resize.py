@@ -261,7 +261,8 @@ def test_wide_rows_take_every_vector_step(dtype):
 def test_odd_integer_downscales_of_integer_images(dtype):
     """An odd integer downscale (1920 -> 640) gives every column one tap of weight 1 and
     the others 0, so the horizontal sums of an integer image are exact and taken as a
-    widening gather (uint8 cubic, 16-bit linear and cubic, 3 and 4 channels).  Wide rows
+    widening gather (uint8 linear, linear_exact and cubic, 16-bit linear and cubic, 3 and 4
+    channels).  Wide rows
     (the paired steps and the scalar tail), factors 3 to 11, row views with an offset and a
     negative stride, a non-integer vertical scale: bit for bit with the reference and with
     cv2 (IPP off)."""
@@ -276,7 +277,7 @@ def test_odd_integer_downscales_of_integer_images(dtype):
                     if w % k:
                         continue
                     for dh in (23 // 3 + 1, 10):
-                        for flag in ("LINEAR", "CUBIC"):
+                        for flag in ("LINEAR", "CUBIC", "LINEAR_EXACT"):
                             want = cv_resize_ref(img, (w // k, dh), 0, 0, FLAGS[flag])
                             _check(cv2.resize(img, (w // k, dh), interpolation=FLAGS[flag]),
                                    want, ("cv2", flag, img.shape, k, dh))

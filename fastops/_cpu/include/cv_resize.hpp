@@ -23,8 +23,8 @@
 //   sums cubic taps in another order, so it is not reused there).
 // * one-hot columns (every horizontal tap weight 0 or 1: odd integer downscales such as
 //   1920 -> 640, or an unchanged width): the horizontal sums of an integer image are then
-//   exact, so uint8 cubic and 16-bit linear / cubic rows of 3 and 4 channels take a
-//   widening gather (hot_pass) instead; the vertical pass is unchanged.
+//   exact, so uint8 linear / linear_exact / cubic and 16-bit linear / cubic rows of 3 and
+//   4 channels take a widening gather (hot_pass) instead; the vertical pass is unchanged.
 // * exact 2x linear upscales (dw = 2w) of 16-bit and float32 rows, x86-64-v4: the
 //   horizontal sums from three contiguous windows (up2_run), the same operations.
 // * cv_resize_exact: INTER_LINEAR_EXACT (resize_bitExact): softdouble (IEEE double)
@@ -377,33 +377,36 @@ RS_INLINE __m128 load4f(const T* p) {
   }
 }
 
-// The 4 elements at p as their horizontal sums, stored at h.
+// The 4 elements at p as their horizontal sums, stored at h (uint8: the value times the
+// weight 2^Bits, 11 for INTER_LINEAR / INTER_CUBIC and 8 for INTER_LINEAR_EXACT).
+template <int Bits>
 inline void hot_sum4(const uint8_t* p, int32_t* h) {
   uint32_t v;
   std::memcpy(&v, p, 4);
   const __m128i z = _mm_setzero_si128();
   const __m128i x = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(int(v)), z), z);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_slli_epi32(x, 11));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_slli_epi32(x, Bits));
 }
-template <typename T>
+template <int Bits, typename T>
 inline void hot_sum4(const T* p, float* h) { _mm_storeu_ps(h, load4f<T>(p)); }
 #endif
 
 // A source value as the horizontal sum of a one-hot column.
-inline int32_t hot_sum(uint8_t v) { return int32_t(v) << 11; }
-template <typename T>
+template <int Bits>
+inline int32_t hot_sum(uint8_t v) { return int32_t(v) << Bits; }
+template <int Bits, typename T>
 inline float hot_sum(T v) { return static_cast<float>(v); }
 
 #if defined(__AVX2__)
 // Two pixels of C = 3 or 4 channels at p and q as their horizontal sums, stored at h.
-template <int C>
+template <int C, int Bits>
 inline void hot_sum4x2(const uint8_t* p, const uint8_t* q, int32_t* h) {
   uint32_t a, b;
   std::memcpy(&a, p, 4);
   std::memcpy(&b, q, 4);
   const __m256i x = _mm256_slli_epi32(
       _mm256_cvtepu8_epi32(_mm_unpacklo_epi32(_mm_cvtsi32_si128(int(a)), _mm_cvtsi32_si128(int(b)))),
-      11);
+      Bits);
   if constexpr (C == 4) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(h), x);
   } else {
@@ -411,7 +414,7 @@ inline void hot_sum4x2(const uint8_t* p, const uint8_t* q, int32_t* h) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(h + C), _mm256_extracti128_si256(x, 1));
   }
 }
-template <int C, typename T>
+template <int C, int Bits, typename T>
 inline void hot_sum4x2(const T* p, const T* q, float* h) {
   const __m128i v = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)),
                                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
@@ -434,23 +437,23 @@ inline void hot_sum4x2(const T* p, const T* q, float* h) {
 // rows copied 8 bytes a pixel and widened in the vertical pass (0.27).  One channel keeps
 // the permute steps (5x faster than a scalar gather: uint16 1920x1080 -> 640x640 linear
 // 0.077 ms against 0.37), two channels the pair steps (0.15 against 0.16-0.18).
-template <int C, typename T, typename HT>
+template <int C, int Bits, typename T, typename HT>
 inline void hot_hrow(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, HT* H) {
   int64_t d = 0;
 #if defined(__AVX2__)
   for (; d + 2 <= dw && std::max(hot[d], hot[d + 1]) + 4 <= Lin; d += 2)
-    hot_sum4x2<C>(S + hot[d], S + hot[d + 1], H + d * C);
+    hot_sum4x2<C, Bits>(S + hot[d], S + hot[d + 1], H + d * C);
 #endif
 #if defined(__SSE2__)
-  for (; d < dw && hot[d] + 4 <= Lin; ++d) hot_sum4(S + hot[d], H + d * C);
+  for (; d < dw && hot[d] + 4 <= Lin; ++d) hot_sum4<Bits>(S + hot[d], H + d * C);
 #endif
   for (; d < dw; ++d)
-    for (int64_t c = 0; c < C; ++c) H[d * C + c] = hot_sum(S[hot[d] + c]);
+    for (int64_t c = 0; c < C; ++c) H[d * C + c] = hot_sum<Bits>(S[hot[d] + c]);
 }
 
-template <typename T, typename HT>
+template <int Bits = 11, typename T, typename HT>
 inline void hot_pass(const T* S, const int64_t* hot, int64_t C, int64_t Lin, int64_t dw, HT* H) {
-  if (C == 3) hot_hrow<3>(S, hot, Lin, dw, H); else hot_hrow<4>(S, hot, Lin, dw, H);
+  if (C == 3) hot_hrow<3, Bits>(S, hot, Lin, dw, H); else hot_hrow<4, Bits>(S, hot, Lin, dw, H);
 }
 
 // ------------------------------------------------------------------ fixed-point uint8
@@ -1153,10 +1156,13 @@ inline void cv_resize_fixed(const uint8_t* x, int64_t h, int64_t w, int64_t C, i
   const int64_t Lout = dw * C;
   const bool avx2 = rsk::use_avx2();
   const int K = t.K;
-  // (cubic only: the linear pair steps were faster, uint8 1920x1080x3 -> 640x640 0.24 ms
-  // against 0.27; cubic 3 channels 0.31 -> 0.27, 4 channels 0.32 either way)
+  // One-hot columns take the widening gather, linear too.  uint8 1920x1080x3 -> 640x640,
+  // 2 threads, back to back: on the AMD EPYC VM linear ran 0.24 ms with the pair steps and
+  // 0.27 with the gather (cubic 0.31 -> 0.27); on the Intel AVX-512 FP16 VM (thirty-second
+  // session, one process) linear 0.45 -> 0.33 and 4 channels 0.35 -> 0.33, where the pair
+  // steps had left the second thread nearly idle (1 thread 0.44 ms, 2 threads 0.42).
   const std::vector<int64_t> hot =
-      K == 4 && (C == 3 || C == 4) ? one_hot_taps<int16_t>(t.xo.data(), t.xa.data(), K, dw, 2048)
+      (C == 3 || C == 4) ? one_hot_taps<int16_t>(t.xo.data(), t.xa.data(), K, dw, 2048)
                                    : std::vector<int64_t>();
   const int64_t Lin = w * C;
   auto hrow = [&](const uint8_t* src, int32_t* H) {
@@ -2447,7 +2453,14 @@ inline void exact_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int64_t 
   const Img<uint8_t> img{x, h, w, C, rs};
   const int64_t Lout = dw * C;
   const bool avx2 = rsk::use_avx2();
-  auto hrow = [&](const uint8_t* src, int32_t* H) { fixed_hrow(src, t, C, dw, H, avx2); };
+  const std::vector<int64_t> hot =
+      C == 3 || C == 4 ? one_hot_taps<int16_t>(t.xo.data(), t.xa.data(), 2, dw, 256)
+                       : std::vector<int64_t>();
+  const int64_t Lin = w * C;
+  auto hrow = [&](const uint8_t* src, int32_t* H) {
+    if (hot.empty()) return fixed_hrow(src, t, C, dw, H, avx2);
+    hot_pass<8>(src, hot.data(), C, Lin, dw, H);
+  };
   auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
     const int32_t b0 = t.yb[2 * yo], b1 = t.yb[2 * yo + 1];
     int64_t j = 0;
