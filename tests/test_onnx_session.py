@@ -611,6 +611,29 @@ def test_profile():
     assert "Add" in p and p["total"] >= p["Add"] >= 0
 
 
+@pytest.mark.parametrize("dtype,value", [("float32", 0.0), ("float32", -0.0),
+                                         ("float64", 2.5), ("int64", 0), ("int32", -3),
+                                         ("bool", False), ("float16", -0.0)])
+def test_constant_of_shape_values(dtype, value):
+    """Zero bits come from zeros (lazily mapped), every other value from a fill: -0.0
+    keeps its sign bit; against onnx.reference, bit for bit."""
+    from onnx import TensorProto
+    from onnx.reference import ReferenceEvaluator
+    T = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    node = helper.make_node("ConstantOfShape", ["shape"], ["y"],
+                            value=helper.make_tensor("v", T, [1], [value]))
+    g = helper.make_graph([node], "g",
+                          [helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+                          [helper.make_tensor_value_info("y", T, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    m.ir_version = 9
+    feeds = {"shape": np.array([300, 7000], np.int64)}
+    got = fo.Session(m.SerializeToString()).run(None, feeds)[0]
+    want = ReferenceEvaluator(m).run(None, feeds)[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
 # ------------------------------------------------------------------ donated inputs
 def _scatter_chain(shape_const, reduction="none", expose=None):
     """zeros = ConstantOfShape(shape); a = ScatterElements(zeros, i, u); b = (a, j, w)

@@ -5,6 +5,7 @@ NumPy (put/take_along_axis, fancy indexing, ufunc.at) and the slow loops in
 tests/reference/scatter.py.
 """
 import glob
+import importlib
 import os
 
 import numpy as np
@@ -688,6 +689,115 @@ def test_scatter_elements_expanded_rows(reduction, index_dtype):
     u4 = rng.integers(-3, 4, i4.shape).astype(np.float32)
     _same(fastops.scatter_elements(d4, i4, u4, axis=0, reduction=reduction),
           ref.scatter_elements(d4, i4, u4, 0, reduction))
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ["complex64"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_scatter_elements_broadcast_row_indices(dtype, reduction, monkeypatch):
+    """Indices broadcast over every dimension after the axis (torch's expand, ONNX Expand:
+    frcnn's RoIAlign merge) scatter whole rows without materializing the broadcast: the
+    same values as the spec loop over the materialized indices, for axes 0 and 1, index
+    rows with duplicates and negative values, outer dimensions smaller than data's, a
+    size-1 trailing dimension among the broadcast ones, int32 / int64 indices, and the
+    Session's in-place form; data is never modified."""
+    if dtype == "complex64" and reduction != "none":
+        pytest.skip("complex64 has reduction 'none' only")
+    fs = importlib.import_module("fastops.scatter")     # (fastops.scatter is the function)
+    rows_calls = []
+    real = fs._scatter_rows
+    monkeypatch.setattr(fs, "_scatter_rows", lambda *a: rows_calls.append(1) or real(*a))
+    monkeypatch.setattr(fs, "_ROWS_MIN", 0)     # small arrays take the row path too
+    rng = np.random.default_rng(29)
+    for ax, dshape, ishape in [(0, (5, 6, 1, 7), (9, 6, 1, 7)),
+                               (1, (3, 4, 5, 6), (2, 7, 5, 6)),
+                               (2, (2, 3, 4, 9), (2, 3, 6, 9))]:
+        for index_dtype in (np.int32, np.int64):
+            n = dshape[ax]
+            rows = rng.integers(-n, n, ishape[:ax + 1]).astype(index_dtype)
+            idx = np.broadcast_to(rows.reshape(rows.shape + (1,) * (len(ishape) - ax - 1)),
+                                  ishape)
+            data = (_rand(rng, dshape, "float32") + 1j * _rand(rng, dshape, "float32")
+                    ).astype(dtype) if dtype == "complex64" else _rand(rng, dshape, dtype)
+            upd = (_rand(rng, ishape, "float32") * 1j).astype(dtype) \
+                if dtype == "complex64" else _rand(rng, ishape, dtype)
+            keep = data.copy()
+            want = (ref.scatter_elements(data, idx.copy(), upd, ax, "none")
+                    if reduction == "none"
+                    else _numpy_scatter_elements(data, idx.copy(), upd, ax, reduction))
+            _same(fastops.scatter_elements(data, idx, upd, ax, reduction), want)
+            _same(data, keep)
+            mine = data.copy()
+            got = fs._scatter_elements("scatter_elements", mine, idx, upd, ax, reduction, True)
+            _same(got, want)
+            if np.dtype(dtype) != np.float16 or reduction == "none":
+                assert got is mine
+    assert len(rows_calls) == 12    # every call above took the whole-row path
+
+
+def test_scatter_elements_broadcast_row_indices_name_the_bad_index():
+    """A bad index in broadcast row indices raises the IndexError of the materialized
+    indices (the first bad position in row-major order) and writes nothing; a frcnn-sized
+    merge (above _ROWS_MIN) against NumPy."""
+    rng = np.random.default_rng(37)
+    rows = rng.permutation(150)
+    idx = np.broadcast_to(rows[:, None, None, None], (150, 256, 7, 7))
+    upd = rng.standard_normal(idx.shape).astype(np.float32)
+    want = np.zeros(idx.shape, np.float32)
+    want[rows] = upd
+    _same(fastops.scatter_elements(np.zeros(idx.shape, np.float32), idx, upd), want)
+    _same(fastops.gather_elements(want, idx, 0), upd)
+    data = np.arange(2 * 4 * 3000, dtype=np.float32).reshape(2, 4, 3000)
+    keep = data.copy()
+    rows = np.array([[0, 3, -5, 9], [1, 2, 4, -1]])
+    idx = np.broadcast_to(rows[:, :, None], (2, 4, 3000))
+    upd = np.ones((2, 4, 3000), np.float32)
+    msg = r"scatter_elements: indices\[0, 2, 0\] = -5 is out of range for axis 1 of data " \
+          r"with size 4 \(expected -4 <= index < 4\)"
+    for i in (idx, idx.copy()):
+        with pytest.raises(IndexError, match=msg):
+            fastops.scatter_elements(data, i, upd, axis=1)
+    fs = importlib.import_module("fastops.scatter")
+    with pytest.raises(IndexError, match=msg):
+        fs._scatter_elements("scatter_elements", data, idx, upd, 1, "add", True)
+    _same(data, keep)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gather_elements_broadcast_row_indices(index_dtype, monkeypatch):
+    """gather_elements of indices broadcast over the dimensions after the axis gathers
+    whole rows (the gather_nd kernel on data viewed as rows): np.take_along_axis of the
+    materialized indices, every dtype width, axes 0-2, outer dimensions smaller than
+    data's; strided data keeps the elements kernel; a bad index names its position."""
+    fs = importlib.import_module("fastops.scatter")
+    nd_calls = []
+    real = fs._flat_rows
+    monkeypatch.setattr(fs, "_flat_rows", lambda *a: nd_calls.append(1) or real(*a))
+    monkeypatch.setattr(fs, "_ROWS_MIN", 0)
+    rng = np.random.default_rng(31)
+    for ax, dshape, ishape in [(0, (5, 6, 1, 7), (9, 6, 1, 7)),
+                               (1, (3, 4, 5, 6), (2, 7, 5, 6)),
+                               (2, (2, 3, 4, 9), (2, 3, 6, 9))]:
+        n = dshape[ax]
+        rows = rng.integers(-n, n, ishape[:ax + 1]).astype(index_dtype)
+        idx = np.broadcast_to(rows.reshape(rows.shape + (1,) * (len(ishape) - ax - 1)),
+                              ishape)
+        full = np.where(idx < 0, idx + n, idx)
+        for dtype in ("bool", "uint8", "int16", "float32", "float64", "complex64"):
+            data = _rand(rng, dshape, dtype if dtype != "complex64" else "float64"
+                         ).astype(dtype)
+            sub = tuple(slice(0, k) for k in ishape[:ax]) + (slice(None),) * (len(ishape) - ax)
+            want = np.take_along_axis(data[sub], full, ax)
+            _same(fastops.gather_elements(data, idx, ax), want)
+        strided = _rand(rng, dshape[:-1] + (2 * dshape[-1],), "float32")[..., ::2]
+        before = len(nd_calls)
+        _same(fastops.gather_elements(strided, idx, ax),
+              np.take_along_axis(strided[sub], full, ax))
+        assert len(nd_calls) == before            # strided data: the elements kernel
+    assert len(nd_calls) == 18
+    bad = np.broadcast_to(np.array([[0, 3, -5, 9]])[:, :, None], (1, 4, 3000))
+    with pytest.raises(IndexError, match=r"gather_elements: indices\[0, 2, 0\] = -5 is "
+                                         r"out of range for axis 1 of data with size 4"):
+        fastops.gather_elements(np.zeros((2, 4, 3000), np.float32), bad, 1)
 
 
 def test_nan_max_min_propagate(xp):

@@ -289,6 +289,69 @@ def _gather_nd_workload():
         bytes_moved=_gather_nd_bytes)
 
 
+# ------------------------------------------------------- expanded row indices
+def _expanded_rows_inputs():
+    """torchvision's exported MultiScaleRoIAlign merge: 150 RoIs' (256, 7, 7) features
+    scattered into zeros by a row index expanded over (C, H, W), a broadcast view (ONNX
+    Expand, torch's expand); the gather reads the same rows back."""
+    rng = _rng()
+    rows = rng.permutation(150).astype(np.int64)
+    return {"data": np.zeros((150, 256, 7, 7), np.float32), "rows": rows,
+            "indices": np.broadcast_to(rows[:, None, None, None], (150, 256, 7, 7)),
+            "updates": rng.standard_normal((150, 256, 7, 7), dtype=np.float32)}
+
+
+def _expanded_rows_workload(op):
+    """op "scatter_elements" (reduction none) or "gather_elements", axis 0.  onnxruntime
+    gets the indices materialized, as its Expand node would leave them (the Expand itself
+    is not timed); torch gets an expanded view, NumPy the broadcast view."""
+    def ort(inp):
+        idx = np.ascontiguousarray(inp["indices"])
+        if op == "gather_elements":
+            return peers.ort_session("GatherElements", [("data", inp["updates"]),
+                                                        ("indices", idx)],
+                                     [("out", np.float32)], {"axis": 0}, opset=13)
+        return peers.ort_session("ScatterElements", [("data", inp["data"]), ("indices", idx),
+                                                     ("updates", inp["updates"])],
+                                 [("out", np.float32)], {"axis": 0}, opset=18)
+
+    def torch_impl(inp):
+        torch, (d, r, u) = _torch_cpu(inp, "data", "rows", "updates")
+        i = r.view(-1, 1, 1, 1).expand(*u.shape)
+        if op == "gather_elements":
+            return lambda: torch.gather(u, 0, i)
+        return lambda: torch.scatter(d, 0, i, u)
+
+    def numpy_impl(inp):
+        d, i, u = inp["data"], inp["indices"], inp["updates"]
+        if op == "gather_elements":
+            return lambda: np.take_along_axis(u, i, axis=0)
+
+        def run():
+            out = d.copy()
+            np.put_along_axis(out, i, u, axis=0)
+            return out
+        return run
+
+    def fast(inp):
+        d, i, u = inp["data"], inp["indices"], inp["updates"]
+        if op == "gather_elements":
+            return lambda: fastops.gather_elements(u, i, axis=0)
+        return lambda: fastops.scatter_elements(d, i, u, axis=0)
+
+    def moved(inp):   # the row indices, data (and its copy) or the rows read, the output
+        n = inp["updates"].nbytes
+        return inp["rows"].nbytes + (3 * n if op == "scatter_elements" else 2 * n)
+
+    return Workload(
+        name=f"{op} 150x256x7x7 float32 rows expanded over 256x7x7 axis=0"
+        + (" none" if op == "scatter_elements" else ""),
+        op=op, make=_expanded_rows_inputs, quick=False,
+        impls={"fastops": fast, "numpy": numpy_impl, "onnxruntime": ort,
+               "torch": torch_impl},
+        bytes_moved=moved, heavy=op == "scatter_elements")
+
+
 WORKLOADS = [
     _scatter_elements_workload("none"), _scatter_elements_workload("add"),
     _scatter_nd_workload("none"), _scatter_nd_workload("add"),
@@ -302,4 +365,6 @@ WORKLOADS = [
       for n, ds, i, a in SHORT_ROWS],
     *[_scatter_elements_workload("add", n, _elements_inputs_of(ds, i, a), a)
       for n, ds, i, a in SHORT_ROWS],
+    # a detector's RoIAlign merge: row indices expanded over the feature (not in --quick)
+    _expanded_rows_workload("scatter_elements"), _expanded_rows_workload("gather_elements"),
 ]
