@@ -491,19 +491,16 @@ def gather_elements(data: Array, indices: Array, axis: int = 0) -> Array:
             raise ValueError(f"{op}: indices.shape[{d}]={indices.shape[d]} is larger than "
                              f"data.shape[{d}]={data.shape[d]} (only the axis={ax} "
                              f"dimension may differ freely)")
+    rows = _broadcast_rows(xp, indices, data.shape, ax)
+    if rows is not None and data.flags.c_contiguous:   # whole rows: gather_nd's fast path
+        flat_rows = _flat_rows(op, indices, rows, data.shape, ax)
+        R = _prod(data.shape[:ax + 1])
+        return be.wrap(gather_nd(data.reshape(R, -1), flat_rows[:, None]).reshape(indices.shape))
     out = be.empty(indices.shape, data.dtype)
     if out.size == 0:
         return be.wrap(out)
     kdt = np.dtype(_WORD[data.dtype.itemsize])
     src = be.element_view(data)
-    rows = _broadcast_rows(xp, indices, data.shape, ax)
-    if rows is not None and src.flags.c_contiguous:    # a gather of whole rows
-        flat_rows = _flat_rows(op, indices, rows, data.shape, ax)
-        R = _prod(data.shape[:ax + 1])
-        be.run("scatter", "gather_nd", src.reshape(-1).view(kdt), flat_rows, flat_rows.size,
-               1, np.asarray([R], dtype=np.int64), flat_rows.size, R,
-               _prod(data.shape[ax + 1:]), out.reshape(-1).view(kdt))
-        return be.wrap(out)
     st = _elem_strides(src)
     outer, inner, s_outer, s_inner = _layout(xp, indices.shape, ax, st)
     shape = indices.shape
