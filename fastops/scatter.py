@@ -163,8 +163,8 @@ def _broadcast_rows(xp, indices, data_shape, ax):
     row index expanded over (C, H, W); ``torch.gather`` of expanded indices); else None.
     Each such row then moves a whole trailing block of data through the ND kernels, and
     the broadcast is never materialized (frcnn's merge: 15 MB of int64 indices for 150
-    RoIs x 256 x 7 x 7: scatter 1.8 -> 0.64 ms, gather 1.95 -> 0.33).  NumPy only: on a GPU the copy is cheap, and its
-    scatter kernels order duplicates differently."""
+    RoIs x 256 x 7 x 7: scatter 1.8 -> 0.64 ms, gather 1.95 -> 0.33).  NumPy only: on a
+    GPU the copy is cheap, and its scatter kernels order duplicates differently."""
     if xp is not np or ax == indices.ndim - 1 or indices.size < _ROWS_MIN:
         return None
     spread = False
