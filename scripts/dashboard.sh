@@ -9,8 +9,9 @@
 #                                            # rebuild and measure the last N commits
 #
 # record is what each landed change does (on a quiet machine: nothing else running, check
-# `uptime`): it measures the fastops importable here (this checkout, built in place or
-# installed editable) under the current commit's hash and machine name
+# `uptime`): it measures this checkout (built in place and installed editable: asv drops
+# PYTHONPATH, so record refuses when python imports another fastops) under the current
+# commit's hash and machine name
 # $FASTOPS_ASV_MACHINE (default fastops-2core, the 2-vCPU CI machine class), with raw
 # samples (--record-samples; the JSON also keeps each point's quartiles and 99%
 # interval, so the noise of a point can be read next to it), into
@@ -35,6 +36,18 @@ case "$cmd" in
     echo "dashboard written to asv_bench/.asv/html; view it with: cd asv_bench && asv preview"
     ;;
   record)
+    # asv runs the benchmarks without PYTHONPATH: the fastops they import must be this
+    # checkout's, built in place and installed editable here.  (The thirtieth and
+    # thirty-first sessions' records ran an older checkout's editable install under
+    # PYTHONPATH=this one: their points were another commit's, without the new rows.)
+    root="$(cd .. && pwd -P)"
+    imported="$(cd / && env -u PYTHONPATH python -c \
+      'import fastops, os; print(os.path.dirname(os.path.dirname(os.path.realpath(fastops.__file__))))')"
+    if [ "$imported" != "$root" ]; then
+      echo "dashboard.sh: asv would measure the fastops in $imported, not this checkout" \
+           "($root); run pip install -e . here first" >&2
+      exit 1
+    fi
     asv machine --yes --machine "$MACHINE" > /dev/null
     commit="$(git rev-parse HEAD)"
     python -m fastops info
