@@ -1010,6 +1010,35 @@ def test_concurrent_mutation_along_the_last_axis(op, shape, ishape, axis):
     test_concurrent_mutation_is_memory_safe(spec)
 
 
+@pytest.mark.parametrize("op", ["scatter_elements", "gather_elements"])
+def test_concurrent_mutation_of_broadcast_row_indices(op):
+    """Indices broadcast over the trailing dimensions (the scatter family's whole-row path)
+    from a base array another thread flips between row numbers and out-of-range values:
+    a result or an IndexError, never a crash; a result moves whole rows of one snapshot
+    (every output row is one of the source rows)."""
+    n, inner = 64, (32, 9)
+    base = np.random.default_rng(3).permutation(n)
+    good, bad = base.copy(), np.where(np.arange(n) % 2, 2**40, -2**40)
+    idx = np.broadcast_to(base.reshape((n,) + (1,) * len(inner)), (n,) + inner)
+    src = np.repeat(np.arange(1, n + 1, dtype=np.float32), idx[0].size).reshape(idx.shape)
+    # (row r of src holds r + 1)
+    zeros = np.zeros(idx.shape, np.float32)
+    with _flipping(base, good, bad):
+        end = time.monotonic() + (2.0 if SANITIZED else 0.5)
+        calls = 0
+        while time.monotonic() < end or calls < 5:
+            calls += 1
+            try:
+                out = (fastops.gather_elements(src, idx, 0) if op == "gather_elements"
+                       else fastops.scatter_elements(zeros, idx, src, 0))
+            except IndexError:
+                continue
+            rows = out.reshape(n, -1)
+            assert (rows == rows[:, :1]).all() and rows.min() >= 0 and rows.max() <= n
+    base[...] = good
+    assert np.array_equal(fastops.gather_elements(src, idx, 0)[:, 0, 0], good + 1)
+
+
 def _race_topk_rows(shape, k):
     def race(rng):
         x = rng.standard_normal(shape).astype(np.float32)
