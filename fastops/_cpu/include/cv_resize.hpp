@@ -54,6 +54,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -924,6 +925,25 @@ inline void fixed_hrow(const uint8_t* S, const FixedTables& t, int64_t C, int64_
   }
 }
 
+// The uint8 horizontal pass over t's tables, whose weights are in units of 2^Bits (11:
+// INTER_LINEAR / INTER_CUBIC, 8: INTER_LINEAR_EXACT): the one-hot gather where every
+// column of a 3- or 4-channel row is one tap of weight 2^Bits, else fixed_hrow.  uint8
+// 1920x1080x3 -> 640x640, 2 threads, back to back: on the AMD EPYC VM linear ran 0.24 ms
+// with fixed_hrow's pair steps and 0.27 with the gather (cubic 0.31 -> 0.27); on the Intel
+// AVX-512 FP16 VM (thirty-second session, one process) linear 0.45 -> 0.33, linear_exact
+// 0.49 -> 0.38 and 4 channels 0.35 -> 0.33, where the pair steps had left the second
+// thread nearly idle (1 thread 0.44 ms, 2 threads 0.42).
+template <int Bits>
+inline auto fixed_hpass(const FixedTables& t, int64_t C, int64_t w, int64_t dw, bool avx2) {
+  std::vector<int64_t> hot;
+  if (C == 3 || C == 4)
+    hot = one_hot_taps<int16_t>(t.xo.data(), t.xa.data(), t.K, dw, int16_t(1 << Bits));
+  return [&t, C, Lin = w * C, dw, avx2, hot = std::move(hot)](const uint8_t* src, int32_t* H) {
+    if (hot.empty()) return fixed_hrow(src, t, C, dw, H, avx2);
+    hot_pass<Bits>(src, hot.data(), C, Lin, dw, H);
+  };
+}
+
 // Vertical pass, linear (VResizeLinear<uchar> and VResizeLinearVec_32s8u).
 inline uint8_t vlin_one(int32_t h0, int32_t h1, int32_t b0, int32_t b1) {
   const int32_t v = (((b0 * (h0 >> 4)) >> 16) + ((b1 * (h1 >> 4)) >> 16) + 2) >> 2;
@@ -1155,30 +1175,19 @@ inline void cv_resize_fixed(const uint8_t* x, int64_t h, int64_t w, int64_t C, i
   const Img<uint8_t> img{x, h, w, C, rs};
   const int64_t Lout = dw * C;
   const bool avx2 = rsk::use_avx2();
-  const int K = t.K;
-  // One-hot columns take the widening gather, linear too.  uint8 1920x1080x3 -> 640x640,
-  // 2 threads, back to back: on the AMD EPYC VM linear ran 0.24 ms with the pair steps and
-  // 0.27 with the gather (cubic 0.31 -> 0.27); on the Intel AVX-512 FP16 VM (thirty-second
-  // session, one process) linear 0.45 -> 0.33 and 4 channels 0.35 -> 0.33, where the pair
-  // steps had left the second thread nearly idle (1 thread 0.44 ms, 2 threads 0.42).
-  const std::vector<int64_t> hot =
-      (C == 3 || C == 4) ? one_hot_taps<int16_t>(t.xo.data(), t.xa.data(), K, dw, 2048)
-                                   : std::vector<int64_t>();
-  const int64_t Lin = w * C;
-  auto hrow = [&](const uint8_t* src, int32_t* H) {
-    if (hot.empty()) return fixed_hrow(src, t, C, dw, H, avx2);
-    hot_pass(src, hot.data(), C, Lin, dw, H);
-  };
-  if (K == 2) {
+  const auto hrow = fixed_hpass<11>(t, C, w, dw, avx2);
+  if (t.K == 2) {
     auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
       fixed_vrow_linear(rows, t.yb.data() + 2 * yo, Lout, d, avx2);
     };
-    ring_apply<uint8_t, int32_t>(img, dh, Lout, 2, t.yr.data(), hrow, vrow, out, nthreads);
+    ring_apply<uint8_t, int32_t>(img, dh, Lout, 2, t.yr.data(), std::cref(hrow), vrow, out,
+                                 nthreads);
   } else {
     auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
       fixed_vrow_cubic(rows, t.yb.data() + 4 * yo, Lout, d, avx2);
     };
-    ring_apply<uint8_t, int32_t>(img, dh, Lout, 4, t.yr.data(), hrow, vrow, out, nthreads);
+    ring_apply<uint8_t, int32_t>(img, dh, Lout, 4, t.yr.data(), std::cref(hrow), vrow, out,
+                                 nthreads);
   }
   release_tables(t, dw, dh);
 }
@@ -2453,14 +2462,7 @@ inline void exact_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int64_t 
   const Img<uint8_t> img{x, h, w, C, rs};
   const int64_t Lout = dw * C;
   const bool avx2 = rsk::use_avx2();
-  const std::vector<int64_t> hot =
-      C == 3 || C == 4 ? one_hot_taps<int16_t>(t.xo.data(), t.xa.data(), 2, dw, 256)
-                       : std::vector<int64_t>();
-  const int64_t Lin = w * C;
-  auto hrow = [&](const uint8_t* src, int32_t* H) {
-    if (hot.empty()) return fixed_hrow(src, t, C, dw, H, avx2);
-    hot_pass<8>(src, hot.data(), C, Lin, dw, H);
-  };
+  const auto hrow = fixed_hpass<8>(t, C, w, dw, avx2);
   auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
     const int32_t b0 = t.yb[2 * yo], b1 = t.yb[2 * yo + 1];
     int64_t j = 0;
@@ -2470,7 +2472,8 @@ inline void exact_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int64_t 
     for (; j < Lout; ++j)
       d[j] = saturate_int<uint8_t>((b0 * rows[0][j] + b1 * rows[1][j] + (1 << 15)) >> 16);
   };
-  ring_apply<uint8_t, int32_t>(img, dh, Lout, 2, t.yr.data(), hrow, vrow, out, nthreads);
+  ring_apply<uint8_t, int32_t>(img, dh, Lout, 2, t.yr.data(), std::cref(hrow), vrow, out,
+                               nthreads);
   release_tables(t, dw, dh);
 }
 

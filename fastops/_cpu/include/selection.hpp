@@ -231,7 +231,7 @@ inline Entry<T> best_contiguous(const T* p, int64_t m, int64_t offset) {
   return Entry<T>{p[j], j + offset};
 }
 
-// Types that rank_key32 orders exactly.
+// Types that rank_key orders exactly in 32 bits.
 template <typename T>
 constexpr bool kKey32 =
     sizeof(T) <= 4 && (std::is_integral<T>::value || std::is_same<T, float>::value);
@@ -287,20 +287,6 @@ inline U rank_key(T v) {
   return nan ? (Largest ? U(0) : U(~U(0))) : u;
 }
 
-template <typename T, bool Largest>
-inline uint32_t rank_key32(T v) {
-  return rank_key<uint32_t, T, Largest>(v);
-}
-
-// rank_key as a signed int (for signed vector compares): the same order.
-template <typename T, bool Largest>
-inline int32_t rank_key_i32(T v) {
-  return static_cast<int32_t>(rank_key32<T, Largest>(v) ^ 0x80000000u);
-}
-template <typename T, bool Largest>
-inline int64_t rank_key_i64(T v) {
-  return static_cast<int64_t>(rank_key<uint64_t, T, Largest>(v) ^ (uint64_t(1) << 63));
-}
 
 // The partition path's order: for kKey32 types the uint32 rank key (integer compares,
 // no NaN tests), else the values with Rank's comparison.
@@ -313,7 +299,7 @@ struct PartKey {
 template <typename T, bool Largest>
 struct PartKey<T, Largest, true> {
   using K = uint32_t;
-  static inline K of(T v) { return rank_key32<T, Largest>(v); }
+  static inline K of(T v) { return rank_key<uint32_t, T, Largest>(v); }
   static inline bool less(K a, K b) { return a < b; }
 };
 
@@ -358,10 +344,11 @@ template <typename K>
 constexpr int kLanesOfKey = kRankLanes * 4 / static_cast<int>(sizeof(K));
 template <typename T>
 constexpr int kRankLanesOf = kLanesOfKey<RankKey<T>>;
+// rank_key as a signed integer (for signed vector compares): the same order.
 template <typename T, bool Largest>
 inline RankKey<T> rank_key_signed(T v) {
-  if constexpr (sizeof(T) <= 4) return rank_key_i32<T, Largest>(v);
-  else return rank_key_i64<T, Largest>(v);
+  using U = std::make_unsigned_t<RankKey<T>>;
+  return static_cast<RankKey<T>>(rank_key<U, T, Largest>(v) ^ (U(1) << (8 * sizeof(U) - 1)));
 }
 
 // rank[j] for keys kv[0:m] (signed rank keys of 4 or 8 bytes, kv and rank padded to a
@@ -474,7 +461,7 @@ constexpr bool kShortRows =
 
 typedef int32_t KeyVec __attribute__((vector_size(16)));  // SSE2
 
-// rank_key_i32 of p[0:4], lane by lane: rank_key32 spelled in vector operations (a
+// rank_key_signed of p[0:4], lane by lane: rank_key spelled in vector operations (a
 // change to one is a change to both; test_topk_short_rows_lane_minima compares them).
 template <typename T, bool Largest>
 inline KeyVec keys4(const T* p) {
@@ -485,7 +472,7 @@ inline KeyVec keys4(const T* p) {
     const KeyVec mag = b & INT32_MAX;
     const KeyVec nan = mag > 0x7f800000;
     b = mag == 0 ? KeyVec{} : b;      // -0.0 ties +0.0
-    KeyVec u = b ^ ((b >> 31) | lo);  // rank_key32's unsigned order, before Largest
+    KeyVec u = b ^ ((b >> 31) | lo);  // rank_key's unsigned order, before Largest
     if (Largest) u = ~u;
     u = nan ? KeyVec{} + (Largest ? 0 : -1) : u;
     return u ^ lo;
@@ -605,7 +592,7 @@ inline void sort_index_ordered(Entry<T>* out, int64_t k, SelectScratch<T>& s) {
     if (k < (int64_t(1) << 32)) {  // (positions, and the radix sort's counts, in 32 bits)
       s.keys.resize(static_cast<size_t>(k));
       for (int64_t t = 0; t < k; ++t)
-        s.keys[t] = (static_cast<uint64_t>(rank_key32<T, Largest>(out[t].v)) << 32) |
+        s.keys[t] = (static_cast<uint64_t>(rank_key<uint32_t, T, Largest>(out[t].v)) << 32) |
                     static_cast<uint64_t>(t);
       if (k >= kRadixMin) radix_sort<4>(s.keys, s.keys2, [](uint64_t x) { return x >> 32; });
       else std::sort(s.keys.begin(), s.keys.end());
