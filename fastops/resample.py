@@ -483,7 +483,19 @@ def fill_flagged(be, out, axes, tables, code, value):
 
 
 # ------------------------------------------------------------------ public
-@_dispatch.public
+# Host plans by the call's arguments (fastops.resize on NumPy arrays): a preprocessing loop
+# resizes frames of one shape with one set of arguments, and for small images validating
+# them and deriving the geometry cost more than the resize (tiny resize 1x3x8x8 x2: ~60%
+# of a 42 us call).  At most _CACHE_ENTRIES plans of small tables are kept.
+# A repeated call whose plan is one CPU pass (_Plan.fast) and whose output is small runs
+# in the compiled fast path (resample.pyx fast_planned_resize), the others through _run_plan.
+_PLANS = {}
+
+
+@_dispatch.public(fast=("resample", "fast_planned_resize", (
+    "x", "scales", "sizes", "mode", "coordinate_transformation_mode", "nearest_mode",
+    "cubic_coeff_a", "exclude_outside", "extrapolation_value", "antialias", "axes",
+    "keep_aspect_ratio_policy", "roi", _PLANS)))
 def resize(x: Array, scales: Optional[Array] = None, sizes: Optional[Array] = None, *,
            mode: Literal["nearest", "linear", "cubic"] = "nearest",
            coordinate_transformation_mode: str = "half_pixel",
@@ -629,7 +641,8 @@ def resize(x: Array, scales: Optional[Array] = None, sizes: Optional[Array] = No
     if plan is None:
         # a plan to be cached is made from the key's snapshot of the arguments: another
         # thread rewriting scales meanwhile must not file a plan under the wrong key
-        plan = _plan(be, x, *(args if key is None else _args_of(key)))
+        plan = _plan(be, x, *(args if key is None else
+                              _dispatch.kernel_module("cpu", "resample").args_of(key)))
         if key is not None and plan.table_bytes <= _CACHE_BYTES:
             with _CACHE_LOCK:
                 if len(_PLANS) >= _CACHE_ENTRIES:
@@ -651,62 +664,17 @@ class _Plan:
     exclude_outside: bool
     what: str               # "scales" or "sizes": named in allocation errors
     step: Optional[_StepPlan] = None    # the one pass of one or two resized axes
+    fast: Optional[tuple] = None        # that pass for resample.pyx fast_planned_resize (_fast_step)
 
     @property
     def table_bytes(self):
         return sum(t.weights.nbytes + 17 * t.n_out for t in self.tables or ())
 
 
-# Host plans by the call's arguments (fastops.resize on NumPy arrays): a preprocessing loop
-# resizes frames of one shape with one set of arguments, and for small images validating
-# them and deriving the geometry cost more than the resize (tiny resize 1x3x8x8 x2: ~60%
-# of a 42 us call).  At most _CACHE_ENTRIES plans of small tables are kept.
-_PLANS = {}
-
-
 def _plan_key(x, args):
-    """A hashable key of x's shape and dtype and every argument, with each value's type
-    (sizes=[2.0] must not hit the plan of sizes=[2]: validation refuses it), or None for
-    arguments that cannot be keyed cheaply.  Flat (type, value, type, value, ...) after
-    the shape and dtype: fewer small tuples to build and hash on every call."""
-    key = [x.shape, x.dtype]
-    for v in args:
-        t = type(v)
-        if t is np.ndarray:
-            if v.size > 64 or v.dtype.kind not in "biuf":    # (object arrays hold pointers)
-                return None
-            v = (v.dtype, v.shape, v.tobytes())
-        elif t is list or t is tuple:
-            v = tuple([(type(e), e) for e in v])
-            try:
-                hash(v)
-            except TypeError:   # unhashable elements (nested lists, arrays in a list)
-                return None
-        elif t not in _KEY_SCALARS:
-            try:
-                hash(v)
-            except TypeError:
-                return None
-        key.append(t)
-        key.append(v)
-    return tuple(key)
-
-
-_KEY_SCALARS = frozenset({type(None), str, bool, int, float})
-
-
-def _args_of(key):
-    """The arguments a plan key was made of (arrays rebuilt from its bytes, read-only;
-    lists and tuples as tuples, which every argument accepts alike)."""
-    args = []
-    for t, v in zip(key[2::2], key[3::2]):
-        if t is np.ndarray:                     # (dtype, shape, bytes)
-            args.append(np.frombuffer(v[2], dtype=v[0]).reshape(v[1]))
-        elif t is list or t is tuple:
-            args.append(tuple(e for _, e in v))
-        else:
-            args.append(v)
-    return args
+    """The plan key of a CPU call (fastops/_cpu/resample.pyx plan_key: x's shape and dtype,
+    each argument's type and value), or None for arguments that cannot be keyed cheaply."""
+    return _dispatch.kernel_module("cpu", "resample").plan_key(x, args)
 
 
 def _plan(be, x, scales, sizes, mode, coordinate_transformation_mode, nearest_mode,
@@ -750,8 +718,19 @@ def _plan(be, x, scales, sizes, mode, coordinate_transformation_mode, nearest_mo
                          exclude_outside, wdtype, what)
     plan.update(axes_on=axes_on, tables=tables)
     if 1 <= len(axes_on) <= 2:
-        plan["step"] = _step_plan(be, x.shape, axes_on, tables, wdtype)
+        plan["step"] = sp = _step_plan(be, x.shape, axes_on, tables, wdtype)
+        if be.name == "cpu" and not plan["tf_crop"] and not (nearest and exclude_outside) \
+                and x.dtype.char != "e":
+            plan["fast"] = _fast_step(sp, nearest)
     return _Plan(**plan)
+
+
+def _fast_step(sp, nearest):
+    """A plan's one CPU pass as fast_planned_resize reads it: _run_step's kernel arguments for the
+    plan's input shape, for calls that need no more than that pass (not float16, which
+    is computed in float32; no extrapolated or excluded outputs to fill afterwards)."""
+    return (tuple(sp.in5), tuple(sp.out_shape), sp.th.first, sp.th.count, sp.th.weights,
+            sp.tw.first, sp.tw.count, sp.tw.weights, bool(sp.v_first), nearest)
 
 
 def _apply_plan(be, x, plan):

@@ -209,6 +209,28 @@ def _cases():
         for red in ("none", "add"):
             out.append(("fast_scatter_nd", f"scatter_nd {np.dtype(dt)} big {red}",
                         lambda d=rows, i=tuples, u=upd, r=red: fastops.scatter_nd(d, i, u, r)))
+    # fastops.resize: a call whose plan the general path filed (the first call here, made
+    # through the undecorated function so that only the second is offered to fast paths)
+    for dt in (np.uint8, np.int8, np.int32, np.int64, np.float32, np.float64):
+        for shape, scales, sizes, kw in [
+                ((1, 3, 8, 8), np.array([1, 1, 2, 2], np.float32), None, {"mode": "linear"}),
+                ((1, 3, 8, 8), [1.0, 1.0, 0.5, 0.75], None, {"mode": "cubic"}),
+                ((2, 5, 7), None, [2, 9, 3], {"mode": "linear", "antialias": True}),
+                ((9,), None, (4,), {"mode": "cubic", "exclude_outside": 1,
+                                    "cubic_coeff_a": -0.5}),
+                ((6, 7, 3), [1.7, 0.6], None, {"axes": (0, 1), "mode": "linear",
+                                               "coordinate_transformation_mode":
+                                               "align_corners"}),
+                ((3, 4, 5), None, [8, 9], {"axes": [-1, 1], "nearest_mode": "ceil"}),
+                ((2, 3, 4, 5), [1.0, 1.0, 3.0, 0.4], None,
+                 {"coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}),
+                ((4, 6), None, np.array([3, 3]), {"mode": "linear",
+                                                  "keep_aspect_ratio_policy": "not_smaller"})]:
+            x = _data(rng, shape, dt)
+            out.append(("fast_planned_resize", f"resize {np.dtype(dt)} {shape} {kw}",
+                        lambda x=x, s=scales, z=sizes, kw=kw: (
+                            fastops.resize.__wrapped__(x, s, z, **kw),
+                            fastops.resize(x, s, z, **kw))[1]))
     return out
 
 
@@ -496,6 +518,7 @@ def test_resize_plan_cache_hits_equal_uncached_calls(monkeypatch):
     assert rs._PLANS, "no plan was cached"
     hits = [c() for c in calls]
     monkeypatch.setattr(rs, "_plan_key", lambda x, args: None)
+    _general_only(monkeypatch)
     uncached = [c() for c in calls]
     for a, b, c in zip(first, hits, uncached):
         _same(a, b)
@@ -520,3 +543,35 @@ def test_resize_plan_keys_keep_types_and_values():
     assert rs._plan_key(x, (np.zeros(100), None)) is None
     assert rs._plan_key(x, (np.array([1, 2], object), None)) is None
     assert rs._plan_key(x, ([[1, 2]], None)) is None
+
+
+def test_planned_resize_declines_what_one_pass_does_not_cover(monkeypatch):
+    """fast_planned_resize takes a filed plan only where its one pass is the whole call and
+    the call is small; the rest (primed here, so that a plan exists) go the general way."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 2, 6, 8)).astype(np.float32)
+    s2 = [1.0, 1.0, 2.0, 2.0]
+    calls = [(x.astype(np.float16), s2, {"mode": "linear"}),         # computed in float32
+             (x, None, {"sizes": [4, 4], "mode": "linear", "roi": [0.1, 0.2, 0.9, 0.8],
+                        "axes": [2, 3]}),                           # (roi unused: a pass)
+             (x, [2.0, 0.5], {"axes": [2, 3], "roi": [0.1, 0.2, 0.9, 0.8], "mode": "linear",
+                              "coordinate_transformation_mode": "tf_crop_and_resize"}),
+             (x, [1.0, 1.0, 3.0, 0.5], {"exclude_outside": True,
+                                        "coordinate_transformation_mode": "asymmetric"}),
+             (x[..., ::2], s2, {"mode": "linear"}),                 # strided
+             (x.astype(x.dtype.newbyteorder()), s2, {}),            # byte-swapped
+             (x, [1.0, 2.0, 2.0, 2.0], {"mode": "linear"}),         # three axes: a chain
+             (x, [1.0, 1.0, 1.0, 1.0], {}),                         # identity: a copy
+             (x, [1.0, 1.0, 0.1, 1.0], {}),                         # empty output
+             (x, [1.0, 1.0, 60.0, 60.0], {"mode": "linear"}),       # output > kParallelGrain
+             (np.ones((4, 100, 100), np.float32), [1.0, 0.5, 0.5], {})]   # input > it
+    expect = [False, True, False, False, False, False, False, False, False, False, False]
+    for (a, sc, kw) in calls:
+        fastops.resize.__wrapped__(a, sc, **kw)           # files the plan
+    seen = _spy(monkeypatch)
+    fast = [fastops.resize(a, sc, **kw) for a, sc, kw in calls]
+    assert [took for _, took in seen] == expect, seen
+    monkeypatch.undo()
+    _general_only(monkeypatch)
+    for f, (a, sc, kw) in zip(fast, calls):
+        _same(f, fastops.resize(a, sc, **kw))
