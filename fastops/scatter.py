@@ -447,7 +447,8 @@ scatter_nd.__doc__ = scatter_nd.__doc__ % _SEMANTICS
 
 
 # ------------------------------------------------------------------ GatherElements
-@_dispatch.public(fast=("scatter", "fast_gather_elements", ("data", "indices", "axis")))
+@_dispatch.public(fast=("scatter", "fast_gather_elements",
+                          ("data", "indices", "axis", _ROWS_MIN)))
 def gather_elements(data: Array, indices: Array, axis: int = 0) -> Array:
     """Elements of ``data`` picked along ``axis`` by ``indices`` (ONNX GatherElements).
 

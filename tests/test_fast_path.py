@@ -209,6 +209,18 @@ def _cases():
         for red in ("none", "add"):
             out.append(("fast_scatter_nd", f"scatter_nd {np.dtype(dt)} big {red}",
                         lambda d=rows, i=tuples, u=upd, r=red: fastops.scatter_nd(d, i, u, r)))
+    # gather_elements of a column of row numbers broadcast over every later dimension
+    # (at least scatter._ROWS_MIN indices; torch's expand): whole rows, gather_nd's kernel
+    for dt in (np.bool_, np.int8, np.float16, np.float32, np.float64, np.complex64):
+        for dshape, ishape in (((40, 16, 4, 4), (50, 16, 4, 4)), ((300, 32), (280, 32)),
+                               ((7, 1, 3000), (5, 1, 3000))):
+            data = _data(rng, dshape, dt)
+            for idt in (np.int32, np.int64):
+                rows = rng.integers(-dshape[0], dshape[0], ishape[0]).astype(idt)
+                idx = np.broadcast_to(rows.reshape((-1,) + (1,) * (len(ishape) - 1)), ishape)
+                out.append(("fast_gather_elements",
+                            f"gather_elements {np.dtype(dt)} {dshape} rows {np.dtype(idt)}",
+                            lambda d=data, i=idx: fastops.gather_elements(d, i, 0)))
     # fastops.resize: a call whose plan the general path filed (the first call here, made
     # through the undecorated function so that only the second is offered to fast paths)
     for dt in (np.uint8, np.int8, np.int32, np.int64, np.float32, np.float64):
@@ -575,3 +587,37 @@ def test_planned_resize_declines_what_one_pass_does_not_cover(monkeypatch):
     _general_only(monkeypatch)
     for f, (a, sc, kw) in zip(fast, calls):
         _same(f, fastops.resize(a, sc, **kw))
+
+
+def test_broadcast_row_gathers_decline_what_is_not_whole_rows(monkeypatch):
+    """fast_gather_elements' broadcast-row branch takes axis 0 of a contiguous column of
+    row numbers spread over data's later dimensions whole; the rest go the general way
+    (which may move rows too), with the same result and the same error."""
+    rng = np.random.default_rng(9)
+    data = _data(rng, (60, 16, 4, 4), np.float32)
+    rows = rng.integers(-60, 60, 128)
+    col = rows.reshape(-1, 1, 1, 1)
+    spread = (128, 16, 4, 4)
+    per_c = rng.integers(0, 4, (128, 16, 1, 1))          # not one index per row
+    calls = [lambda: fastops.gather_elements(data, np.broadcast_to(col[:60] % 16, data.shape),
+                                             1),                      # axis 1
+             lambda: fastops.gather_elements(data, np.broadcast_to(col[:8], (8, 16, 4, 4)), 0),
+             lambda: fastops.gather_elements(data, np.broadcast_to(col[::2], (64, 16, 4, 4)),
+                                             0),                      # strided column
+             lambda: fastops.gather_elements(data, np.broadcast_to(col, (128, 8, 4, 4)), 0),
+             lambda: fastops.gather_elements(data, np.broadcast_to(col.astype(">i8"), spread),
+                                             0),                      # byte-swapped
+             lambda: fastops.gather_elements(data[..., ::-1], np.broadcast_to(col, spread), 0),
+             lambda: fastops.gather_elements(data, np.broadcast_to(per_c, spread), 0),
+             lambda: fastops.gather_elements(data, np.broadcast_to(col[:1], spread), 0)]
+    seen = _spy(monkeypatch)
+    fast = [c() for c in calls]
+    firsts = [s for s in seen if s[0] == "fast_gather_elements"]
+    assert firsts == [("fast_gather_elements", False)] * len(calls), seen
+    monkeypatch.undo()
+    _general_only(monkeypatch)
+    for a, c in zip(fast, calls):
+        _same(a, c())
+    bad = np.broadcast_to(np.where(np.arange(128) == 77, 60, rows).reshape(-1, 1, 1, 1), spread)
+    with pytest.raises(IndexError, match=r"indices\[77, 0, 0, 0\] = 60"):
+        fastops.gather_elements(data, bad, 0)
