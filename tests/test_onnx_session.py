@@ -634,6 +634,68 @@ def test_constant_of_shape_values(dtype, value):
     np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
+# ------------------------------------------------------------------ threaded arithmetic
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shapes", [((1, 16, 160, 208), (1, 16, 160, 208)),
+                                    ((1, 120, 1, 1), (1, 120, 40, 52)),
+                                    ((3, 320, 416), (3, 1, 1)), ((3, 1, 1), (3, 320, 416)),
+                                    ((400, 400), ()), ((400, 400), (400,)),
+                                    ((400, 400), (400, 1)), ((2, 3, 150, 150), (1, 3, 1, 1)),
+                                    ((13, 1, 1000), (1, 15, 1000))])
+def test_large_float_arithmetic_equals_numpy(dtype, shapes, monkeypatch, threads):
+    """Add, Sub, Mul and Div of large float arrays run on the pool's threads where the
+    output splits into rows each operand reads whole or as one value (_std._rows_view),
+    else NumPy: the bits of NumPy's ufunc either way (NaN payloads, signed zeros, inf,
+    division by zero), on 1-3 threads; the threaded path is taken where it applies."""
+    from fastops.onnx import _std
+    rng = np.random.default_rng(17)
+    sa, sb = shapes
+    a = rng.standard_normal(sa).astype(dtype)
+    b = rng.standard_normal(sb).astype(dtype)
+    a.flat[::97] = np.nan
+    a.flat[1::101] = np.inf
+    a.flat[2::103] = -0.0
+    if a.size > 50:
+        a.view(np.uint32 if dtype == "float32" else np.uint64).flat[50] |= 5   # NaN payload
+    if b.size > 5:
+        b.flat[::89] = 0
+        b.flat[1::83] = -np.inf
+        b.flat[5::79] = np.nan
+    bits = np.uint32 if dtype == "float32" else np.uint64
+    taken = []
+    real = _std._threaded_binary
+    monkeypatch.setattr(_std, "_threaded_binary",
+                        lambda *args: taken.append(real(*args) is not None) or real(*args))
+    for op, f in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
+                  ("Div", np.true_divide)):
+        with np.errstate(all="ignore"):
+            want = f(a, b)
+        m = _single(op, ["a", "b"], ["y"], {}, 14, {"a": a, "b": b}, [dtype])
+        sess = fo.Session(m.SerializeToString())
+        for nt in (1, 2, 3):
+            with threads(nt):
+                got = sess.run(None, {"a": a, "b": b})[0]
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_array_equal(got.view(bits), want.view(bits), err_msg=op)
+    numpy_only = shapes in (((2, 3, 150, 150), (1, 3, 1, 1)), ((13, 1, 1000), (1, 15, 1000)))
+    assert not any(taken) if numpy_only else taken and all(taken), taken
+
+
+def test_binary_rows_checks_its_view():
+    from fastops import _dispatch
+    k = _dispatch.kernel_module("cpu", "norm")
+    a, b, out = np.ones(12, np.float32), np.ones(4, np.float32), np.empty(12, np.float32)
+    k.binary_rows(0, a, 4, 1, b, 0, 1, out, 3, 4, 2)          # rows of 4 + one row of b
+    np.testing.assert_array_equal(out, 2)
+    for bad in [(0, a, 4, 1, b, 1, 1, out, 3, 4, 2),            # b read past its end
+                (0, a, 5, 1, b, 0, 1, out, 3, 4, 2),            # a read past its end
+                (4, a, 4, 1, b, 0, 1, out, 3, 4, 2),            # no such op
+                (0, a, 4, 2, b, 0, 1, out, 3, 4, 2),            # element stride 2
+                (0, a, 4, 1, b, 0, 1, out[:8], 3, 4, 2)]:       # output too short
+        with pytest.raises(ValueError):
+            k.binary_rows(*bad)
+
+
 # ------------------------------------------------------------------ donated inputs
 def _scatter_chain(shape_const, reduction="none", expose=None):
     """zeros = ConstantOfShape(shape); a = ScatterElements(zeros, i, u); b = (a, j, w)

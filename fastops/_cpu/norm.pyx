@@ -1,5 +1,6 @@
-# Thin typed entry point for the InstanceNormalization kernel in include/norm.hpp.
-# Inputs are validated and shaped by fastops.norm; this only releases the GIL.
+# Thin typed entry points for the InstanceNormalization kernel in include/norm.hpp (inputs
+# validated and shaped by fastops.norm; this only releases the GIL) and for the Session's
+# NumPy helpers there and in include/elementwise.hpp (GlobalAveragePool, binary arithmetic).
 from cython cimport floating
 from libc.math cimport isfinite
 from libc.stdint cimport int64_t
@@ -30,6 +31,26 @@ def instance_norm(const floating[:, :, :] x, const double[::1] scale,
         c_instance_norm(&x[0, 0, 0], x.shape[0], x.shape[1], x.shape[2], x.strides[0] // isz,
                         x.strides[1] // isz, &scale[0], &bias[0], epsilon, &y[0, 0, 0],
                         nthreads)
+
+
+cdef extern from "elementwise.hpp" namespace "fastops" nogil:
+    void c_binary_rows "fastops::binary_rows"[T](
+        int op, const T* a, int64_t sra, int la, const T* b, int64_t srb, int lb, T* out,
+        int64_t R, int64_t L, int nthreads) except +
+
+
+def binary_rows(int op, const floating[::1] a, int64_t sra, int la, const floating[::1] b,
+                int64_t srb, int lb, floating[::1] out, int64_t R, int64_t L, int nthreads):
+    """out (R * L,) = a op b with op 0-3 (add, sub, mul, div) and element (r, l) of an
+    operand at r * sr + l * l_ (l_ 0 or 1), R, L >= 1 (include/elementwise.hpp); every
+    element read must lie inside its operand."""
+    if R < 1 or L < 1 or not (0 <= op <= 3) or la not in (0, 1) or lb not in (0, 1) \
+            or sra < 0 or srb < 0 or out.shape[0] != R * L \
+            or (R - 1) * sra + (L - 1) * la >= a.shape[0] \
+            or (R - 1) * srb + (L - 1) * lb >= b.shape[0]:
+        raise ValueError("binary_rows: operands or output do not match the (R, L) view")
+    with nogil:
+        c_binary_rows(op, &a[0], sra, la, &b[0], srb, lb, &out[0], R, L, nthreads)
 
 
 def plane_means(const floating[:, ::1] x, floating[::1] out, int nthreads):
