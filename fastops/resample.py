@@ -488,7 +488,8 @@ def fill_flagged(be, out, axes, tables, code, value):
 # them and deriving the geometry cost more than the resize (tiny resize 1x3x8x8 x2: ~60%
 # of a 42 us call).  At most _CACHE_ENTRIES plans of small tables are kept.
 # A repeated call whose plan is one CPU pass (_Plan.fast) and whose output is small runs
-# in the compiled fast path (resample.pyx fast_planned_resize), the others through _run_plan.
+# in the compiled fast path (resample.pyx fast_planned_resize), the others through
+# _run_plan.
 _PLANS = {}
 
 
@@ -664,7 +665,7 @@ class _Plan:
     exclude_outside: bool
     what: str               # "scales" or "sizes": named in allocation errors
     step: Optional[_StepPlan] = None    # the one pass of one or two resized axes
-    fast: Optional[tuple] = None        # that pass for resample.pyx fast_planned_resize (_fast_step)
+    fast: Optional[tuple] = None        # that pass for fast_planned_resize (_fast_step)
 
     @property
     def table_bytes(self):
@@ -726,9 +727,10 @@ def _plan(be, x, scales, sizes, mode, coordinate_transformation_mode, nearest_mo
 
 
 def _fast_step(sp, nearest):
-    """A plan's one CPU pass as fast_planned_resize reads it: _run_step's kernel arguments for the
-    plan's input shape, for calls that need no more than that pass (not float16, which
-    is computed in float32; no extrapolated or excluded outputs to fill afterwards)."""
+    """A plan's one CPU pass as resample.pyx fast_planned_resize reads it: _run_step's
+    kernel arguments for the plan's input shape, for calls that need no more than that
+    pass (not float16, which is computed in float32; no extrapolated or excluded outputs
+    to fill afterwards)."""
     return (tuple(sp.in5), tuple(sp.out_shape), sp.th.first, sp.th.count, sp.th.weights,
             sp.tw.first, sp.tw.count, sp.tw.weights, bool(sp.v_first), nearest)
 

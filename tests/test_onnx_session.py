@@ -681,6 +681,22 @@ def test_large_float_arithmetic_equals_numpy(dtype, shapes, monkeypatch, threads
     assert not any(taken) if numpy_only else taken and all(taken), taken
 
 
+def test_threaded_arithmetic_declines_odd_layouts():
+    """Unaligned, byte-swapped, strided or broadcast-view operands and mixed dtypes go to
+    NumPy (None here)."""
+    from fastops.onnx import _std
+    n = 1 << 18
+    a = np.arange(n, dtype=np.float32)
+    raw = np.zeros(4 * n + 1, np.uint8)
+    unaligned = np.frombuffer(raw.data, np.float32, count=n, offset=1)
+    assert not unaligned.flags.aligned
+    for x, y in [(unaligned, a), (a, unaligned), (a.astype(">f4"), a), (a[::-1], a),
+                 (np.broadcast_to(a[:1], (n,)), a), (a, a.astype(np.float64)),
+                 (a.astype(np.int32), a.astype(np.int32))]:
+        assert _std._threaded_binary(0, x, y) is None
+    np.testing.assert_array_equal(_std._threaded_binary(0, a, a), a + a)
+
+
 def test_binary_rows_checks_its_view():
     from fastops import _dispatch
     k = _dispatch.kernel_module("cpu", "norm")

@@ -140,7 +140,8 @@ def _threaded_binary(code, a, b):
     """a op b on the pool's threads, or None (dtypes, layouts or a broadcast it does not
     take: NumPy then)."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype \
-            or a.dtype not in _FLOATS or not (a.flags.c_contiguous and b.flags.c_contiguous):
+            or a.dtype not in _FLOATS or not (a.flags.c_contiguous and b.flags.c_contiguous
+                                              and a.flags.aligned and b.flags.aligned):
         return None
     if a.shape == b.shape:          # (the residual adds: no broadcast to work out)
         out_shape, R, L, va, vb = a.shape, 1, a.size, (0, 1), (0, 1)
@@ -167,7 +168,8 @@ def _threaded_binary(code, a, b):
 
 def _threaded(code, f):
     def run(a, b):
-        if a.size >= _THREADED_MIN or b.size >= _THREADED_MIN:
+        if (type(a) is np.ndarray and a.size >= _THREADED_MIN) or \
+                (type(b) is np.ndarray and b.size >= _THREADED_MIN):
             out = _threaded_binary(code, a, b)
             if out is not None:
                 return out
