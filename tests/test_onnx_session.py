@@ -697,6 +697,30 @@ def test_threaded_arithmetic_declines_odd_layouts():
     np.testing.assert_array_equal(_std._threaded_binary(0, a, a), a + a)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_scalar_integer_div_truncates_as_the_array_path(dtype):
+    """0-d signed integer Div (Python ints) against the same pairs as 1-D arrays (NumPy's
+    vectorized path): truncation toward zero, x / 0 and MIN / -1 as the array path, the
+    dtype kept."""
+    info = np.iinfo(dtype)
+    vals = [0, 1, -1, 2, -2, 3, -3, 7, -7, 10, -10, info.max, info.min, info.min + 1]
+    pairs = [(x, y) for x in vals for y in vals]
+    a = np.array([p[0] for p in pairs], dtype)
+    b = np.array([p[1] for p in pairs], dtype)
+    vec = fo.Session(_single("Div", ["a", "b"], ["y"], {}, 14, {"a": a, "b": b},
+                             [dtype]).SerializeToString())
+    want = vec.run(None, {"a": a, "b": b})[0]
+    a0, b0 = np.array(0, dtype), np.array(0, dtype)
+    one = fo.Session(_single("Div", ["a", "b"], ["y"], {}, 14, {"a": a0, "b": b0},
+                             [dtype]).SerializeToString())
+    for i, (x, y) in enumerate(pairs):
+        got = one.run(None, {"a": np.array(x, dtype), "b": np.array(y, dtype)})[0]
+        assert got.dtype == np.dtype(dtype) and got.shape == ()
+        assert int(got) == int(want[i]), (x, y, got, want[i])
+        if y and not (x == info.min and y == -1):
+            assert int(got) == int(np.trunc(np.float64(x) / y)) or abs(x) > 2 ** 52
+
+
 def test_binary_rows_checks_its_view():
     from fastops import _dispatch
     k = _dispatch.kernel_module("cpu", "norm")

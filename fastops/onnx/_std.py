@@ -198,9 +198,24 @@ def _div(n):
                 q = q + ((r != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
             return q.astype(a.dtype, copy=False)
         return xp.true_divide(a, b)
-    if xp is np:
-        div = _threaded(_BINARY_CODES["Div"], div)
-    return _legacy_broadcast(n, _quiet(div))
+    if xp is not np:
+        return _legacy_broadcast(n, _quiet(div))
+    general = _quiet(_threaded(_BINARY_CODES["Div"], div))
+
+    def div_host(a, b):
+        # 0-d signed integers (shape arithmetic: twelve a frcnn run) in Python ints: the
+        # general path's seven NumPy calls and errstate cost 12 us each between the
+        # convolutions.  x / 0 and an overflowing quotient keep the general path.
+        if a.ndim == 0 and b.ndim == 0 and a.dtype.kind == "i" and a.dtype == b.dtype:
+            x, y = int(a), int(b)
+            if y:
+                q = abs(x) // abs(y)
+                if (x < 0) != (y < 0):
+                    q = -q
+                if q < 1 << (8 * a.dtype.itemsize - 1):
+                    return a.dtype.type(q)
+        return general(a, b)
+    return _legacy_broadcast(n, div_host)
 
 
 @kernel("Mod")
