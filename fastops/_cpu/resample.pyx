@@ -3,7 +3,7 @@
 # and the compiled fast path of a planned call.  fastops/_gpu/resample.py exposes the same
 # kernel functions for CuPy arrays.
 from cython cimport floating
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from libcpp cimport bool as cbool
 
 from fastops._cpu._fast cimport plain, small_output
@@ -39,6 +39,10 @@ cdef extern from "resample.hpp" namespace "fastops" nogil:
     void c_nearest2d "fastops::nearest2d_flat"[T](
         const T* x, const int64_t* shape, const int64_t* strides, const int64_t* fh,
         int64_t Ho, const int64_t* fw, int64_t Wo, T* out, int nthreads) except +
+    cbool c_nearest2d_words "fastops::nearest2d_words"(
+        int itemsize, const void* x, const int64_t* shape, const int64_t* strides,
+        const int64_t* fh, int64_t Ho, const int64_t* fw, int64_t Wo, void* out,
+        int nthreads) except +
     void c_round_cast "fastops::resize_round_cast"[W, T](
         const W* src, int64_t n, T* dst, int nthreads) except +
     void c_fill "fastops::resize_fill"[T](
@@ -253,14 +257,8 @@ def fast_planned_resize(x, scales, sizes, mode, coordinate_transformation_mode, 
     cdef const int64_t* pfw = <const int64_t*>cnp.PyArray_DATA(fw)
     cdef int64_t Ho = cnp.PyArray_DIMS(fh)[0], Wo = cnp.PyArray_DIMS(fw)[0]
     if fast[9]:     # nearest: element bits
-        if itemsize == 1:
-            c_nearest2d(<const uint8_t*>px, shape, strides, pfh, Ho, pfw, Wo, <uint8_t*>po, 1)
-        elif itemsize == 2:
-            c_nearest2d(<const uint16_t*>px, shape, strides, pfh, Ho, pfw, Wo, <uint16_t*>po, 1)
-        elif itemsize == 4:
-            c_nearest2d(<const uint32_t*>px, shape, strides, pfh, Ho, pfw, Wo, <uint32_t*>po, 1)
-        else:
-            c_nearest2d(<const uint64_t*>px, shape, strides, pfh, Ho, pfw, Wo, <uint64_t*>po, 1)
+        if not c_nearest2d_words(itemsize, px, shape, strides, pfh, Ho, pfw, Wo, po, 1):
+            return None
         return out
     th, tw = fast[4], fast[7]
     if not c_resize2d_typed(typenum, cnp.PyArray_TYPE(th) == cnp.NPY_DOUBLE, px, shape,

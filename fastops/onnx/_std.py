@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from fastops import _dispatch
+from fastops import _dispatch, _validate
 from fastops._threads import get_num_threads
 from fastops.onnx import _packed_gemm
 from fastops.onnx._registry import EPILOGUES, Unsupported, blas_guard, host, ints, kernel
@@ -123,17 +123,10 @@ def _rows_view(out_shape, shape, k):
     cols_whole, cols_one = kind(k, len(out_shape))
     if not (rows_whole or rows_one) or not (cols_whole or cols_one):
         return None
-    L = _prod(out_shape[k:])
+    L = _validate.prod(out_shape[k:])
     if cols_whole:
         return (L if rows_whole else 0), 1
     return (1 if rows_whole and not rows_one else 0), 0
-
-
-def _prod(dims):
-    p = 1
-    for d in dims:
-        p *= int(d)
-    return p
 
 
 def _threaded_binary(code, a, b):
@@ -156,7 +149,7 @@ def _threaded_binary(code, a, b):
                 break
         else:
             return None
-        R, L = _prod(out_shape[:k]), _prod(out_shape[k:])
+        R, L = _validate.prod(out_shape[:k]), _validate.prod(out_shape[k:])
     if R * L < _THREADED_MIN:
         return None
     out = np.empty(out_shape, a.dtype)

@@ -1674,4 +1674,16 @@ void nearest2d_flat(const T* x, const int64_t* shape, const int64_t* strides,
   nearest2d<T>(view5(x, shape, strides), fh, Ho, fw, Wo, out, nthreads);
 }
 
+// nearest2d_flat on elements of `itemsize` bytes moved as words (resample.pyx
+// fast_planned_resize); false, nothing run, for another size.
+inline bool nearest2d_words(int itemsize, const void* x, const int64_t* shape,
+                            const int64_t* strides, const int64_t* fh, int64_t Ho,
+                            const int64_t* fw, int64_t Wo, void* out, int nthreads) {
+  return visit_word(itemsize, [&](auto t) {
+    using T = decltype(t);
+    nearest2d_flat<T>(static_cast<const T*>(x), shape, strides, fh, Ho, fw, Wo,
+                      static_cast<T*>(out), nthreads);
+  });
+}
+
 }  // namespace fastops
