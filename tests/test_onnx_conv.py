@@ -300,12 +300,13 @@ def test_gemm_relu_fused_is_the_unfused_result():
 # ------------------------------------------------------------------ the packed GEMM kernel
 @pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 and -v4 only)")
 @pytest.mark.parametrize("M", [1, 5, 6, 12, 13])
-@pytest.mark.parametrize("K", [1, 255, 257, 600])
-@pytest.mark.parametrize("P", [1, 8, 9, 17, 257, 300])
+@pytest.mark.parametrize("K", [1, 16, 255, 257, 600])
+@pytest.mark.parametrize("P", [1, 8, 9, 17, 257, 300, 4100])
 def test_packed_gemm_kernel_sizes(M, K, P):
     """Panels with padded rows, k passes with a short last one, strips of 8 and 16 and
-    partial ones, column blocks, two images, both B layouts, biases, activations; P = 1
-    (gemv_packed) and items of one or two panels (M <= 12: B's strips read in place)."""
+    partial ones, column blocks (wide ones for short k passes: K = 1, 16 with P = 4100),
+    two images, both B layouts, biases, activations; P = 1 (gemv_packed) and items of one
+    or two panels (M <= 12: B's strips read in place)."""
     mod = _dispatch.kernel_module("cpu", "deform_conv")
     rng = np.random.default_rng(M * 1000 + K + P)
     a = rng.standard_normal((M, K)).astype(np.float32)
@@ -525,14 +526,15 @@ def test_packed_gemm_bits_are_the_same_on_both_builds():
     gemm_pair_block) with each output's sum in gemm_block's order: the same bits as the
     x86-64-v3 build, for whole and partial pairs (M = 20: 8 rows in the second), an odd
     panel left over (M = 13, 23), 32 / 16 / 8-lane column steps with partial ones (P = 7,
-    9, 17, 22, 33, 150, 300), k passes below kPairMinK (K = 300: 256 + 44), both B
-    layouts, biases, activations, 1-3 threads; and conv_packed through both routes."""
+    9, 17, 22, 33, 150, 300), short k passes (K = 300: 256 + 44; K = 16 in wide column
+    blocks), both B layouts, biases, activations, 1-3 threads; and conv_packed through
+    both routes."""
     mods = _build_modules("deform_conv")
     if mods is None:
         pytest.skip("needs the x86-64-v3 and x86-64-v4 builds, both built and runnable here")
     rng = np.random.default_rng(5)
     for M, K, P in ((13, 128, 150), (20, 300, 33), (23, 600, 22), (36, 256, 300),
-                    (24, 129, 7), (25, 200, 9), (40, 1100, 17)):
+                    (24, 129, 7), (25, 200, 9), (40, 1100, 17), (20, 16, 5000)):
         a = rng.standard_normal((M, K)).astype(np.float32)
         b = rng.standard_normal((2, K, P)).astype(np.float32)
         bt = np.ascontiguousarray(b.transpose(0, 2, 1))
@@ -566,7 +568,8 @@ def test_packed_gemm_bits_do_not_depend_on_threads():
     rng = np.random.default_rng(11)
     for M, K, P, N in ((150, 700, 37, 2), (64, 40, 3000, 2), (7, 300, 600, 2),
                        (20, 70, 1100, 2), (40, 300, 200, 2), (150, 700, 37, 1),
-                       (61, 300, 150, 1), (30, 4000, 150, 1), (19, 129, 250, 1)):
+                       (61, 300, 150, 1), (30, 4000, 150, 1), (19, 129, 250, 1),
+                       (13, 16, 9000, 1), (64, 24, 7000, 2)):
         a = rng.standard_normal((M, K)).astype(np.float32)
         b = rng.standard_normal((N, K, P)).astype(np.float32)
         packed = mod.gemm_pack(a, 2)

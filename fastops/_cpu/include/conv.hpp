@@ -617,7 +617,10 @@ struct PairRegs {
 // Two panels at once, 12 rows by one or two strips (x86-64-v4 build).  12 x 32 in 512-bit
 // registers takes 2 loads of B and 12 broadcasts per 24 FMAs, where gemm_block's 6 x 16
 // takes 8 loads per 12 FMAs of half the width: the box head's fc6 Gemm (1024 x 12544 x
-// 150), harness, 1 / 2 threads: 50.0 -> 40.8 / 26.0 -> 21.2 ms.  Every output's sum is
+// 150), harness, 1 / 2 threads: 50.0 -> 40.8 / 26.0 -> 21.2 ms.  Short k passes too
+// (2 threads, Intel AVX-512 FP16 VM, with the wide column blocks of gemm_packed_run:
+// 672 x 112 x 520 0.39 -> 0.25 ms, 480 x 80 x 520 0.21 -> 0.14, 240 x 40 x 2080 0.23 ->
+// 0.17, 64 x 16 x 33280 0.49 either way).  Every output's sum is
 // gemm_block's FMA chain over k, and the stores are gemm_store_row's or gemm_block's
 // scalar ones, so the bits are the same as the x86-64-v3 build's.  ap: panel mb (panel mb
 // + 1 follows at + kCgMR * kc); bs: strip j (strip j + 1 at + kCgNR * kc); mr: the rows
@@ -661,9 +664,6 @@ inline void gemm_pair_block(const float* ap, const float* bs, int64_t kc, float*
   for (int64_t r = 0; r < mr; ++r) gemm_store_tail(c + r * ldc, sums[r], nr, r, ep, first, last);
 }
 
-// Passes of fewer k go through gemm_block: a pair's stores and 24 accumulators cost more
-// than they save there (1x1 Convs of 80 and 112 channels: 4-7 % slower, harness).
-constexpr int64_t kPairMinK = 128;
 #endif
 
 // gemm_packed for P == 1 (a 1x1 Conv on a pooled vector: squeeze-and-excitation's two
@@ -878,6 +878,13 @@ struct ImageB {
   }
 };
 
+// gemm_packed_run widens its column blocks for k passes of at most this many k
+#if defined(__AVX512F__)
+constexpr int64_t kWideMaxK = kCgKC;
+#else
+constexpr int64_t kWideMaxK = 31;
+#endif
+
 // gemm_packed_run's strips shared by runs: at most this big (fc6's 8 MB ran 13 % slower)
 constexpr int64_t kSharedPackBytes = int64_t(2) << 20;
 
@@ -889,16 +896,24 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
                      int64_t P, const float* row_bias, const float* col_bias, int act,
                      float* out, int nt) {
   const int64_t panels = (M + kCgMR - 1) / kCgMR;
-  // Column blocks of at most kCgNC columns; where images x blocks are a few, but not a
-  // multiple of the threads, narrower ones that are: P = 520 (480 -> 112 1x1 on 20 x 26)
-  // made blocks of 256, 256 and 8 columns, one thread taking two (2 threads, kernel:
-  // 0.83-1.19 ms, 0.63-1.05 with 4 blocks).  The blocking changes no sum.
-  int64_t bw = kCgNC, cblocks = (P + kCgNC - 1) / kCgNC;
-  if (N * cblocks > nt && N * cblocks < 8 * nt && N * cblocks % nt) {
-    const int64_t per_image = ((N * cblocks + nt - 1) / nt * nt + N - 1) / N;
-    bw = ((P + per_image - 1) / per_image + kCgNR - 1) / kCgNR * kCgNR;
-    cblocks = (P + bw - 1) / bw;
-  }
+  // Column blocks: a k pass's B block is kc x bw floats, up to kCgKC x kCgNC (256 KiB, for
+  // L2), so passes of few k take wider blocks; an item then writes each output row in
+  // runs of 4-16 KiB instead of 1, which the prefetchers follow.  2 threads, Intel
+  // AVX-512 VM: frcnn's 16 -> 64 1x1 on 160 x 208 0.68 -> 0.49 ms (with gemm_pair_block),
+  // 40 -> 240 on 40 x 52 0.23 -> 0.17.  The x86-64-v3 build's gemm_block loads B twice
+  // as often per FMA and gains only below kWideMaxK (K = 16: 0.70 -> 0.57 ms; K = 40-160
+  // ran 4-8 % slower from L2 instead of L1).  The blocks are of equal width (to a
+  // strip), and where images x blocks are a few, but not a multiple of the threads,
+  // narrower ones that are: P = 520 (480 -> 112 1x1 on 20 x 26) made blocks of 256, 256
+  // and 8 columns, one thread taking two (2 threads, kernel: 0.83-1.19 ms, 0.63-1.05
+  // with 4 blocks).  The blocking changes no sum.
+  const int64_t kc1 = std::min(K, kCgKC);
+  int64_t bw = kc1 <= kWideMaxK ? std::max(kCgNC, kCgKC * kCgNC / kc1 / kCgNR * kCgNR) : kCgNC;
+  int64_t cblocks = (P + bw - 1) / bw;
+  if (N * cblocks > nt && N * cblocks < 8 * nt && N * cblocks % nt)
+    cblocks = ((N * cblocks + nt - 1) / nt * nt + N - 1) / N;
+  bw = ((P + cblocks - 1) / cblocks + kCgNR - 1) / kCgNR * kCgNR;
+  cblocks = (P + bw - 1) / bw;
   // An item per thread at least: split the panels only where images x column blocks
   // are fewer (each run packs the same B blocks again).
   const int64_t want = nt;
@@ -955,7 +970,7 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
           int64_t j = 0;
           bool pair = false;
 #if defined(__AVX512F__)
-          pair = !direct && mb + 1 < mb1 && kc >= kPairMinK;
+          pair = !direct && mb + 1 < mb1;
           if (pair) {  // panels mb and mb + 1 together, every strip
             const GemmEpilogue ep{row_bias ? row_bias + m : nullptr, nullptr, act};
             const int64_t mr2 = std::min(2 * kCgMR, M - m);
