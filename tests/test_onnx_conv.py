@@ -115,11 +115,13 @@ def test_conv_auto_pad_same_upper():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_depthwise_kernel_keeps_the_tap_sum_bits():
+@pytest.mark.parametrize("W", [11, 45])
+def test_depthwise_kernel_keeps_the_tap_sum_bits(W):
     """The depthwise kernel computes the NumPy tap sum's sequence (x_t0 * w_t0, then
-    + x_t * w_t in row-major tap order, then + b): same bits as that sum, in float32."""
+    + x_t * w_t in row-major tap order, then + b): same bits as that sum, in float32,
+    for rows of both vector widths (the AVX-512 build's narrow rows: at most 16)."""
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((2, 5, 13, 11)).astype(np.float32)
+    x = rng.standard_normal((2, 5, 13, W)).astype(np.float32)
     w = rng.standard_normal((5, 1, 3, 3)).astype(np.float32)
     b = rng.standard_normal(5).astype(np.float32)
     got = _session(x, w, b, dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=5)).run(
@@ -128,7 +130,7 @@ def test_depthwise_kernel_keeps_the_tap_sum_bits():
     want = None
     for i in range(3):
         for j in range(3):
-            term = xp[:, :, i:i + 13, j:j + 11] * w[:, 0, i, j].reshape(1, 5, 1, 1)
+            term = xp[:, :, i:i + 13, j:j + W] * w[:, 0, i, j].reshape(1, 5, 1, 1)
             want = term if want is None else want + term
     want = want + b.reshape(1, 5, 1, 1)
     np.testing.assert_array_equal(got, want)
