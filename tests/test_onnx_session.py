@@ -681,6 +681,22 @@ def test_large_float_arithmetic_equals_numpy(dtype, shapes, monkeypatch, threads
     assert not any(taken) if numpy_only else taken and all(taken), taken
 
 
+def test_size_switch_routes_by_operand_size():
+    """The Session's Add/Sub/Mul/Div choose NumPy or the threaded path by operand size in
+    C (norm.pyx SizeSwitch): at ``limit`` elements in either ndarray operand, not below;
+    other operands (Python and NumPy scalars, lists) never count."""
+    from fastops import _dispatch
+    sw = _dispatch.kernel_module("cpu", "norm").SizeSwitch(lambda a, b: "small",
+                                                           lambda a, b: "big", 100)
+    assert sw(np.ones(99), np.ones(99)) == "small"
+    assert sw(np.ones(100), 1.0) == "big"
+    assert sw(2.0, np.ones((10, 10))) == "big"
+    assert sw(np.ones(3), np.ones((1, 100), np.float32)) == "big"
+    assert sw(np.ones(200)[::2], np.ones(3)) == "big"
+    assert sw(np.ones(200)[::3], np.ones(3)) == "small"       # 67 elements
+    assert sw(np.float64(3), [1.0] * 500) == "small"
+
+
 def test_threaded_arithmetic_declines_odd_layouts():
     """Unaligned, byte-swapped, strided or broadcast-view operands and mixed dtypes go to
     NumPy (None here)."""

@@ -53,6 +53,27 @@ def binary_rows(int op, const floating[::1] a, int64_t sra, int la, const floati
         c_binary_rows(op, &a[0], sra, la, &b[0], srb, lb, &out[0], R, L, nthreads)
 
 
+cdef class SizeSwitch:
+    """small(a, b) unless an operand is an ndarray of at least ``limit`` elements, then
+    big(a, b): the Session's Add/Sub/Mul/Div choose between NumPy and binary_rows here, in
+    C, so that small operands pay no Python frame for the choice (a Loop body's 16-element
+    Add and Mul: as a Python wrapper the check cost a quarter of the Loop benchmark, 12.1
+    against 9.2 ms for 10000 iterations)."""
+    cdef object small, big
+    cdef Py_ssize_t limit
+
+    def __cinit__(self, small, big, Py_ssize_t limit):
+        self.small = small
+        self.big = big
+        self.limit = limit
+
+    def __call__(self, a, b):
+        if (cnp.PyArray_Check(a) and cnp.PyArray_SIZE(a) >= self.limit) or \
+                (cnp.PyArray_Check(b) and cnp.PyArray_SIZE(b) >= self.limit):
+            return self.big(a, b)
+        return self.small(a, b)
+
+
 def plane_means(const floating[:, ::1] x, floating[::1] out, int nthreads):
     """out[p] = mean of row p of x (P, L), L >= 1 (include/norm.hpp)."""
     if out.shape[0] != x.shape[0]:

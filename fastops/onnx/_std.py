@@ -160,14 +160,11 @@ def _threaded_binary(code, a, b):
 
 
 def _threaded(code, f):
-    def run(a, b):
-        if (type(a) is np.ndarray and a.size >= _THREADED_MIN) or \
-                (type(b) is np.ndarray and b.size >= _THREADED_MIN):
-            out = _threaded_binary(code, a, b)
-            if out is not None:
-                return out
-        return f(a, b)
-    return run
+    def big(a, b):
+        out = _threaded_binary(code, a, b)
+        return f(a, b) if out is None else out
+    # (the size check in C: norm.pyx SizeSwitch)
+    return _dispatch.kernel_module("cpu", "norm").SizeSwitch(f, big, _THREADED_MIN)
 
 
 @kernel(*_BINARY)
