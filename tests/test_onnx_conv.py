@@ -466,6 +466,26 @@ def test_arena_blocks_hold_their_contents_through_reuse_and_resize():
         _pool.restore(previous)
 
 
+def test_arena_hands_out_the_most_recently_freed_block_that_fits():
+    """A cached block serves requests of half its size up to its size, the most recently
+    freed first (its lines are the likeliest to be in cache), and keeps its own size."""
+    previous = _pool.use_arena()
+    try:
+        older, newer = np.empty(300_000, np.float32), np.empty(400_000, np.float32)
+        addr_old, addr_new = older.ctypes.data, newer.ctypes.data
+        del older, newer                                     # 1.2 MB, then 1.6 MB freed
+        a = np.ones(280_000, np.float32)
+        assert a.ctypes.data == addr_new                     # the newer one, though larger
+        a.resize(400_000, refcheck=False)                    # its whole size: in place
+        assert a.ctypes.data == addr_new and (a[:280_000] == 1).all()
+        b = np.empty(100_000, np.float32)                    # 0.4 MB: below half of either
+        assert b.ctypes.data not in (addr_old, addr_new)
+        c = np.empty(300_000, np.float32)
+        assert c.ctypes.data == addr_old
+    finally:
+        _pool.restore(previous)
+
+
 def test_arena_is_per_context():
     """Another thread allocating while a run holds the arena uses NumPy's default."""
     import threading
