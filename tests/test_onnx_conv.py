@@ -470,7 +470,13 @@ def test_arena_blocks_hold_their_contents_through_reuse_and_resize():
 
 def test_arena_hands_out_the_most_recently_freed_block_that_fits():
     """A cached block serves requests of half its size up to its size, the most recently
-    freed first (its lines are the likeliest to be in cache), and keeps its own size."""
+    freed first (its lines are the likeliest to be in cache), and keeps its own size.
+    (Idle blocks left by earlier tests are released first: one of them could serve the
+    requests below; the cyclic collector is held off, so that none is freed meanwhile.)"""
+    import gc
+    gc.collect()
+    gc.disable()
+    _pool.arena_trim()
     previous = _pool.use_arena()
     try:
         older, newer = np.empty(300_000, np.float32), np.empty(400_000, np.float32)
@@ -486,6 +492,7 @@ def test_arena_hands_out_the_most_recently_freed_block_that_fits():
         assert c.ctypes.data == addr_old
     finally:
         _pool.restore(previous)
+        gc.enable()
 
 
 def test_arena_is_per_context():

@@ -224,3 +224,8 @@ def restore(previous):
 def arena_idle_bytes():
     """Bytes the Session arena holds idle (for tests and `python -m fastops info`)."""
     return _arena.idle_bytes()
+
+
+def arena_trim():
+    """Return the arena's idle blocks to the OS (tests that need it empty)."""
+    _arena.trim(0)
