@@ -218,28 +218,14 @@ template <typename V, typename T>
 inline void dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst) {
   static_assert(kDwVecs == 2, "two vectors per block");
 #if defined(__AVX__)
-  if constexpr (std::is_same<T, float>::value && sizeof(V) == 32) {
-    __m256 v0, v1;
-    std::memcpy(&v0, &a0, sizeof(v0));
-    std::memcpy(&v1, &a1, sizeof(v1));
-    if (has_bias) {
-      v0 = _mm256_add_ps(v0, _mm256_set1_ps(b));
-      v1 = _mm256_add_ps(v1, _mm256_set1_ps(b));
-    }
-    _mm256_storeu_ps(dst, avx_act(v0, kActHardSwish));
-    _mm256_storeu_ps(dst + 8, avx_act(v1, kActHardSwish));
-    return;
-  }
-#endif
-#if defined(__AVX512F__)
-  if constexpr (std::is_same<T, float>::value && sizeof(V) == 64) {
-    __m512 v[2];
+  if constexpr (std::is_same<T, float>::value && sizeof(V) % 32 == 0) {
+    constexpr int n = 2 * sizeof(V) / 32;  // 8-float pieces of the block (32- or 64-byte V)
+    __m256 v[n];
     std::memcpy(&v[0], &a0, sizeof(V));
-    std::memcpy(&v[1], &a1, sizeof(V));
-    for (int i = 0; i < 2; ++i) {
-      if (has_bias) v[i] = _mm512_add_ps(v[i], _mm512_set1_ps(b));
-      _mm256_storeu_ps(dst + 16 * i, avx_act(_mm512_extractf32x8_ps(v[i], 0), kActHardSwish));
-      _mm256_storeu_ps(dst + 16 * i + 8, avx_act(_mm512_extractf32x8_ps(v[i], 1), kActHardSwish));
+    std::memcpy(&v[n / 2], &a1, sizeof(V));
+    for (int i = 0; i < n; ++i) {
+      if (has_bias) v[i] = _mm256_add_ps(v[i], _mm256_set1_ps(b));
+      _mm256_storeu_ps(dst + 8 * i, avx_act(v[i], kActHardSwish));
     }
     return;
   }
@@ -375,17 +361,17 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
       const T b = bias ? bias[c * sb] : T(0);
       T* o = out + item * plane_out;
       const int64_t whole = OH / kDwRows * kDwRows;
-      if (narrow && kDwNarrowBytes != kDwVecBytes) {
-        dw_rows<kDwRows, kDwNarrowBytes>(pp, RS, stride_h, toff.data(), wt, taps, b,
-                                         bias != nullptr, act, o, OW, 0, whole);
-        dw_rows<1, kDwNarrowBytes>(pp, RS, stride_h, toff.data(), wt, taps, b,
-                                   bias != nullptr, act, o, OW, whole, OH);
-      } else {
-        dw_rows<kDwRows, kDwVecBytes>(pp, RS, stride_h, toff.data(), wt, taps, b,
-                                      bias != nullptr, act, o, OW, 0, whole);
-        dw_rows<1, kDwVecBytes>(pp, RS, stride_h, toff.data(), wt, taps, b,
-                                bias != nullptr, act, o, OW, whole, OH);
-      }
+      const auto rows = [&](auto bytes) {  // whole groups of kDwRows rows, then the rest
+        constexpr int B = decltype(bytes)::value;
+        dw_rows<kDwRows, B>(pp, RS, stride_h, toff.data(), wt, taps, b, bias != nullptr, act,
+                            o, OW, 0, whole);
+        dw_rows<1, B>(pp, RS, stride_h, toff.data(), wt, taps, b, bias != nullptr, act, o,
+                      OW, whole, OH);
+      };
+      if (narrow)
+        rows(std::integral_constant<int, kDwNarrowBytes>{});
+      else
+        rows(std::integral_constant<int, kDwVecBytes>{});
     }
   });
 }
