@@ -303,14 +303,16 @@ def test_gemm_relu_fused_is_the_unfused_result():
 
 # ------------------------------------------------------------------ the packed GEMM kernel
 @pytest.mark.skipif(not PACKED, reason="this build has no packed GEMM (x86-64-v3 and -v4 only)")
-@pytest.mark.parametrize("M", [1, 5, 6, 12, 13])
+@pytest.mark.parametrize("M", [1, 5, 6, 12, 13, 100])
 @pytest.mark.parametrize("K", [1, 16, 255, 257, 600])
-@pytest.mark.parametrize("P", [1, 8, 9, 17, 257, 300, 4100])
+@pytest.mark.parametrize("P", [1, 8, 9, 17, 34, 38, 40, 42, 257, 300, 4100])
 def test_packed_gemm_kernel_sizes(M, K, P):
     """Panels with padded rows, k passes with a short last one, strips of 8 and 16 and
     partial ones, column blocks (wide ones for short k passes: K = 1, 16 with P = 4100),
     two images, both B layouts, biases, activations; P = 1 (gemv_packed) and items of one
-    or two panels (M <= 12: B's strips read in place)."""
+    or two panels (M <= 12: B's strips read in place); M = 100 (17 panels: two runs of
+    pairs and a lone last panel) with the last 2, 6, 8 and 10 columns computed along the
+    rows (P = 34-42: gemm_tail_cols in groups of 8 or 4 panels and a partial group)."""
     mod = _dispatch.kernel_module("cpu", "deform_conv")
     rng = np.random.default_rng(M * 1000 + K + P)
     a = rng.standard_normal((M, K)).astype(np.float32)
@@ -557,15 +559,17 @@ def test_packed_gemm_bits_are_the_same_on_both_builds():
     gemm_pair_block) with each output's sum in gemm_block's order: the same bits as the
     x86-64-v3 build, for whole and partial pairs (M = 20: 8 rows in the second), an odd
     panel left over (M = 13, 23), 32 / 16 / 8-lane column steps with partial ones (P = 7,
-    9, 17, 22, 33, 150, 300), short k passes (K = 300: 256 + 44; K = 16 in wide column
-    blocks), both B layouts, biases, activations, 1-3 threads; and conv_packed through
-    both routes."""
+    9, 17, 22, 33, 150, 300), the last 2-10 columns along the rows in the x86-64-v4
+    build (gemm_tail_cols: P = 34, 40, 42, 130 with 11-17 panels), short k passes (K =
+    300: 256 + 44; K = 16 in wide column blocks), both B layouts, biases, activations,
+    1-3 threads; and conv_packed through both routes."""
     mods = _build_modules("deform_conv")
     if mods is None:
         pytest.skip("needs the x86-64-v3 and x86-64-v4 builds, both built and runnable here")
     rng = np.random.default_rng(5)
     for M, K, P in ((13, 128, 150), (20, 300, 33), (23, 600, 22), (36, 256, 300),
-                    (24, 129, 7), (25, 200, 9), (40, 1100, 17), (20, 16, 5000)):
+                    (24, 129, 7), (25, 200, 9), (40, 1100, 17), (20, 16, 5000),
+                    (100, 300, 34), (100, 300, 40), (100, 300, 42), (61, 256, 130)):
         a = rng.standard_normal((M, K)).astype(np.float32)
         b = rng.standard_normal((2, K, P)).astype(np.float32)
         bt = np.ascontiguousarray(b.transpose(0, 2, 1))

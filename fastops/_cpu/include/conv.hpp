@@ -434,8 +434,9 @@ void im2col(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sxN,
 //
 // Blocking (GotoBLAS's): a register block is kCgMR x kCgNR outputs
 // (12 AVX accumulators; per k two loads of a B row, kCgMR broadcasts, 12 FMAs); the
-// x86-64-v4 build takes two panels at once (gemm_pair_block, 12 x 32 in 24 zmm), with
-// every output's sum the same chain of FMAs, so the two builds give the same bits.  Work
+// x86-64-v4 build takes two panels at once (gemm_pair_block, 12 x 32 in 24 zmm) and a
+// block's last 2-10 columns along the rows of 4-8 panels (gemm_tail_cols), with every
+// output's sum the same chain of FMAs, so the two builds give the same bits.  Work
 // items are (image, block of kCgNC columns, run of panels); an item walks k in passes
 // of kCgKC, and within a pass its panels x strips, so that the pass's B block (kCgKC x
 // kCgNC, 256 KiB) stays in L2 across the run's panels and each A panel slice (6 KiB)
@@ -463,8 +464,11 @@ constexpr int64_t kCgNR = 16;
 constexpr int64_t kCgKC = 256;
 constexpr int64_t kCgNC = 256;
 
+// The packed A ends in kCgPackSlack zeros: gemm_tail_cols reads a panel's 6 values of
+// a k as 8, the last panel's last k 2 past its end.
+constexpr int64_t kCgPackSlack = 8;
 inline int64_t gemm_packed_size(int64_t M, int64_t K) {
-  return size_mul((M + kCgMR - 1) / kCgMR * kCgMR, K);
+  return size_mul((M + kCgMR - 1) / kCgMR * kCgMR, K) + kCgPackSlack;
 }
 
 // Where panel mb's values for k in [k0, k0 + kCgKC) start in the packed A (k0 a multiple
@@ -493,6 +497,7 @@ inline void gemm_pack(const float* a, int64_t M, int64_t K, int64_t saM, int64_t
       }
     }
   });
+  std::fill_n(packed + gemm_packed_size(M, K) - kCgPackSlack, kCgPackSlack, 0.f);
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -639,32 +644,6 @@ inline void gemm_block(const float* ap, const Rows& brow, int64_t kc, float* c,
 }
 
 #if defined(__AVX512F__)
-// gemm_pair_block's registers: 16 lanes (a whole strip row) or 8 (a last strip of <= 8).
-template <int Lanes>
-struct PairVec { using type = __m256; };
-template <>
-struct PairVec<16> { using type = __m512; };
-template <int Lanes>
-struct PairRegs {
-  static constexpr bool z = Lanes == 16;
-  using V = typename PairVec<Lanes>::type;
-  static V zero() {
-    if constexpr (z) return _mm512_setzero_ps(); else return _mm256_setzero_ps();
-  }
-  static V load(const float* p) {
-    if constexpr (z) return _mm512_loadu_ps(p); else return _mm256_loadu_ps(p);
-  }
-  static V set1(float v) {
-    if constexpr (z) return _mm512_set1_ps(v); else return _mm256_set1_ps(v);
-  }
-  static V fma(V a, V b, V c) {
-    if constexpr (z) return _mm512_fmadd_ps(a, b, c); else return _mm256_fmadd_ps(a, b, c);
-  }
-  static void store(float* p, V v) {
-    if constexpr (z) _mm512_storeu_ps(p, v); else _mm256_storeu_ps(p, v);
-  }
-};
-
 // Two panels at once, 12 rows by one or two strips (x86-64-v4 build).  12 x 32 in 512-bit
 // registers takes 2 loads of B and 12 broadcasts per 24 FMAs, where gemm_block's 6 x 16
 // takes 8 loads per 12 FMAs of half the width: the box head's fc6 Gemm (1024 x 12544 x
@@ -675,44 +654,90 @@ struct PairRegs {
 // gemm_block's FMA chain over k, and the stores are gemm_store_row's or gemm_block's
 // scalar ones, so the bits are the same as the x86-64-v3 build's.  ap: panel mb (panel mb
 // + 1 follows at + kCgMR * kc); bs: strip j (strip j + 1 at + kCgNR * kc); mr: the rows
-// that exist (7-12); nr: the columns (<= Strips * Lanes).
-template <int Lanes, int Strips>
+// that exist (7-12; 1-6 with Panels = 1, a run's last panel alone: as fast as
+// gemm_block's ymm 6 x 16 per FMA and twice as wide); nr: the columns (<= Strips * kCgNR).
+template <int Strips, int Panels>
 inline void gemm_pair_block(const float* ap, const float* bs, int64_t kc, float* c,
                             int64_t ldc, int64_t mr, int64_t nr, const GemmEpilogue& ep,
                             bool first, bool last) {
-  using R = PairRegs<Lanes>;
-  using V = typename R::V;
-  constexpr int64_t L = Lanes, MR = 2 * kCgMR;
-  V acc[MR][Strips];
+  constexpr int64_t MR = Panels * kCgMR;
+  __m512 acc[MR][Strips];
   for (auto& row : acc)
-    for (auto& v : row) v = R::zero();
+    for (auto& v : row) v = _mm512_setzero_ps();
   const float* a1 = ap + kCgMR * kc;
 #pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
-    V b[Strips];
-    for (int s = 0; s < Strips; ++s) b[s] = R::load(bs + (s * kc + k) * kCgNR);
+    __m512 b[Strips];
+    for (int s = 0; s < Strips; ++s) b[s] = _mm512_loadu_ps(bs + (s * kc + k) * kCgNR);
 #pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
-      const V av = R::set1(r < kCgMR ? ap[k * kCgMR + r] : a1[k * kCgMR + r - kCgMR]);
-      for (int s = 0; s < Strips; ++s) acc[r][s] = R::fma(av, b[s], acc[r][s]);
+      const __m512 av =
+          _mm512_set1_ps(r < kCgMR ? ap[k * kCgMR + r] : a1[k * kCgMR + r - kCgMR]);
+      for (int s = 0; s < Strips; ++s) acc[r][s] = _mm512_fmadd_ps(av, b[s], acc[r][s]);
     }
   }
-  if constexpr (L == kCgNR) {
-    if (nr == Strips * kCgNR) {  // whole strips: stored from the registers
-      GemmEpilogue es[Strips];   // strip s's column bias
+  if (nr == Strips * kCgNR) {  // whole strips: stored from the registers
+    GemmEpilogue es[Strips];   // strip s's column bias
+    for (int s = 0; s < Strips; ++s)
+      es[s] = {ep.row_bias, ep.col_bias ? ep.col_bias + s * kCgNR : nullptr, ep.act};
+    for (int64_t r = 0; r < mr; ++r)
       for (int s = 0; s < Strips; ++s)
-        es[s] = {ep.row_bias, ep.col_bias ? ep.col_bias + s * kCgNR : nullptr, ep.act};
-      for (int64_t r = 0; r < mr; ++r)
-        for (int s = 0; s < Strips; ++s)
-          gemm_store_row(c + r * ldc + s * kCgNR, _mm512_extractf32x8_ps(acc[r][s], 0),
-                         _mm512_extractf32x8_ps(acc[r][s], 1), r, es[s], first, last);
-      return;
+        gemm_store_row(c + r * ldc + s * kCgNR, _mm512_extractf32x8_ps(acc[r][s], 0),
+                       _mm512_extractf32x8_ps(acc[r][s], 1), r, es[s], first, last);
+    return;
+  }
+  alignas(64) float sums[MR][Strips * kCgNR];
+  for (int r = 0; r < MR; ++r)
+    for (int s = 0; s < Strips; ++s) _mm512_store_ps(sums[r] + s * kCgNR, acc[r][s]);
+  for (int64_t r = 0; r < mr; ++r) gemm_store_tail(c + r * ldc, sums[r], nr, r, ep, first, last);
+}
+
+// The last 2-10 columns of up to tail_panels(NR) panels, in registers along the rows: per k
+// a load of each panel's 6 values (as 8), one broadcast per column, and an FMA per
+// column and pair of panels.  Before, an 8-lane pair block broadcast every A value
+// against one B row, 13 loads a k for a pair of panels whatever the columns (P = 130's
+// last 2 columns cost 13 % of the FPN's 256 -> 256 3x3 on 10 x 13).  A pair of panels
+// alone runs at the FMA latency (2 sums in flight); eight keep 4 x NR in flight (four
+// for 8-10 columns, whose 4 x NR sums would not fit in the 32 registers).
+// Masked loads of the 6 values (no over-read) ran this loop at ~20 cycles a k.  Each
+// output's sum is still the chain acc = a * b + acc over k, so the bits are gemm_block's.
+// ap: the first panel (panel i at + i * kCgMR * kc); panels: 1 to tail_panels(NR) (missing
+// ones read the last again, never stored); mr: the rows that exist; NR: the columns
+// computed (>= nr; the strip's columns past its width are zero padding).  Register q
+// holds panel 2q's rows in lanes 0-5 and panel 2q + 1's in lanes 8-13 (lanes 6-7 and
+// 14-15: the next k's, never stored).
+constexpr int64_t tail_panels(int NR) { return NR <= 6 ? 8 : 4; }
+template <int NR>
+inline void gemm_tail_cols(const float* ap, int64_t panels, const float* bs, int64_t kc,
+                           float* c, int64_t ldc, int64_t mr, int64_t nr,
+                           const GemmEpilogue& ep, bool first, bool last) {
+  constexpr int Q = tail_panels(NR) / 2;
+  const float* pa[2 * Q];
+  for (int i = 0; i < 2 * Q; ++i)
+    pa[i] = ap + std::min<int64_t>(i, panels - 1) * kCgMR * kc;
+  __m512 acc[Q][NR];
+  for (auto& row : acc)
+    for (auto& v : row) v = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    __m512 av[Q];
+    for (int q = 0; q < Q; ++q)
+      av[q] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(pa[2 * q] + k * kCgMR)),
+                                 _mm256_loadu_ps(pa[2 * q + 1] + k * kCgMR), 1);
+    const float* bk = bs + k * kCgNR;
+    for (int j = 0; j < NR; ++j) {
+      const __m512 bv = _mm512_set1_ps(bk[j]);
+      for (int q = 0; q < Q; ++q) acc[q][j] = _mm512_fmadd_ps(av[q], bv, acc[q][j]);
     }
   }
-  alignas(64) float sums[MR][Strips * L];
-  for (int r = 0; r < MR; ++r)
-    for (int s = 0; s < Strips; ++s) R::store(sums[r] + s * L, acc[r][s]);
-  for (int64_t r = 0; r < mr; ++r) gemm_store_tail(c + r * ldc, sums[r], nr, r, ep, first, last);
+  alignas(64) float sums[Q][NR][16];
+  for (int q = 0; q < Q; ++q)
+    for (int j = 0; j < NR; ++j) _mm512_store_ps(sums[q][j], acc[q][j]);
+  for (int64_t r = 0; r < mr; ++r) {
+    const int64_t panel = r / kCgMR, lane = panel % 2 * 8 + r % kCgMR;
+    float row[NR] = {};
+    for (int j = 0; j < NR; ++j) row[j] = sums[panel / 2][j][lane];
+    gemm_store_tail(c + r * ldc, row, nr, r, ep, first, last);
+  }
 }
 
 #endif
@@ -1007,6 +1032,10 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
       const int64_t run = item % runs, blk = item / runs, cb = blk % cblocks, n = blk / cblocks;
       const int64_t mb0 = run * per, mb1 = std::min(panels, mb0 + per);
       const int64_t j0 = cb * bw, nc = std::min(P, j0 + bw) - j0;
+#if defined(__AVX512F__)
+      int64_t jt = 0;   // the columns of zmm blocks; the 2-10 after them go along the rows
+      while (nc - jt > 10) jt += std::min(nc - jt, nc - jt > 3 * kCgNR / 2 ? 2 * kCgNR : kCgNR);
+#endif
       for (int64_t k0 = 0; k0 < K; k0 += kCgKC) {
         const int64_t kc = std::min(kCgKC, K - k0);
         float* bpack = shared ? bshared(0) + (blk * K + k0) * nc_max : bpacks(slot);
@@ -1019,35 +1048,33 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
           const float* ap = packed + gemm_panel_offset(M, K, mb, k0);
           float* o = out + (n * M + m) * P + j0;
           int64_t j = 0;
-          bool pair = false;
 #if defined(__AVX512F__)
-          pair = !direct && mb + 1 < mb1;
-          if (pair) {  // panels mb and mb + 1 together, every strip
+          // panels mb and mb + 1 together (or a run's last panel alone): two strips
+          // where more than 24 columns remain, then one; the last 2-10 columns (jt on)
+          // after the run's panels, along the rows (P = 150: 4 x 32, 16, then 6)
+          const auto zmm_blocks = [&](auto panels) {
+            constexpr int Pn = decltype(panels)::value;
             const GemmEpilogue ep{row_bias ? row_bias + m : nullptr, nullptr, act};
-            const int64_t mr2 = std::min(2 * kCgMR, M - m);
+            const int64_t mrp = std::min(Pn * kCgMR, M - m);
             const bool first = k0 == 0, last = k0 + kc >= K;
-            // two strips where more than 24 columns remain, then one, then 8 lanes for a
-            // last <= 8 (P = 150: 4 x 32, 16, 6 columns; 32 lanes for the last 22 cost
-            // the fc6 Gemm 5 %)
-            while (j < nc) {
+            while (j < jt) {
               GemmEpilogue ej = ep;
               if (col_bias) ej.col_bias = col_bias + j0 + j;
-              const int64_t rest = nc - j;
-              const float* bs = bpack + j * kc;
-              if (rest > 3 * kCgNR / 2) {
-                const int64_t nr = std::min(2 * kCgNR, rest);
-                gemm_pair_block<16, 2>(ap, bs, kc, o + j, P, mr2, nr, ej, first, last);
-                j += nr;
-              } else if (rest > kCgNR / 2) {
-                const int64_t nr = std::min(kCgNR, rest);
-                gemm_pair_block<16, 1>(ap, bs, kc, o + j, P, mr2, nr, ej, first, last);
-                j += nr;
-              } else {
-                gemm_pair_block<8, 1>(ap, bs, kc, o + j, P, mr2, rest, ej, first, last);
-                j = nc;
-              }
+              const int64_t nr = std::min(jt - j, jt - j > 3 * kCgNR / 2 ? 2 * kCgNR : kCgNR);
+              if (nr > kCgNR)
+                gemm_pair_block<2, Pn>(ap, bpack + j * kc, kc, o + j, P, mrp, nr, ej, first, last);
+              else
+                gemm_pair_block<1, Pn>(ap, bpack + j * kc, kc, o + j, P, mrp, nr, ej, first, last);
+              j += nr;
             }
+          };
+          if (!direct && mb + 1 < mb1) {
+            zmm_blocks(std::integral_constant<int, 2>{});
+            ++mb;
+          } else if (!direct) {
+            zmm_blocks(std::integral_constant<int, 1>{});
           }
+          if (!direct) j = nc;
 #endif
           for (; j < nc; j += kCgNR) {
             const GemmEpilogue ep{row_bias ? row_bias + m : nullptr,
@@ -1062,8 +1089,30 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
             else
               gemm_block<false>(ap, rows, kc, o + j, P, mr, nr, ep, k0 == 0, k0 + kc >= K);
           }
-          if (pair) ++mb;
         }
+#if defined(__AVX512F__)
+        const auto tail = [&](auto cols) {   // columns [jt, nc), tail_panels(NR) at a time
+          constexpr int NR = decltype(cols)::value;
+          for (int64_t g = mb0; g < mb1; g += tail_panels(NR)) {
+            const int64_t m = g * kCgMR, cnt = std::min(tail_panels(NR), mb1 - g);
+            const GemmEpilogue ep{row_bias ? row_bias + m : nullptr,
+                                  col_bias ? col_bias + j0 + jt : nullptr, act};
+            gemm_tail_cols<NR>(packed + gemm_panel_offset(M, K, g, k0), cnt, bpack + jt * kc,
+                               kc, out + (n * M + m) * P + j0 + jt, P,
+                               std::min(cnt * kCgMR, M - m), nc - jt, ep, k0 == 0,
+                               k0 + kc >= K);
+          }
+        };
+        if (!direct && jt < nc) {
+          switch ((nc - jt + 1) / 2) {
+            case 1: tail(std::integral_constant<int, 2>{}); break;
+            case 2: tail(std::integral_constant<int, 4>{}); break;
+            case 3: tail(std::integral_constant<int, 6>{}); break;
+            case 4: tail(std::integral_constant<int, 8>{}); break;
+            default: tail(std::integral_constant<int, 10>{});
+          }
+        }
+#endif
       }
     }
   });
