@@ -49,6 +49,18 @@ inline T conv_act(T v, int act) {
   return v;
 }
 
+#if defined(__AVX2__)
+// A mask of the lanes i of 8 with lo <= i < hi (for maskload / maskstore).
+inline __m256i lanes_between(int64_t lo, int64_t hi) {
+  const __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const auto clamp = [](int64_t v) {
+    return static_cast<int>(std::min<int64_t>(std::max<int64_t>(v, -1), 8));
+  };
+  const __m256i l = _mm256_set1_epi32(clamp(lo)), h = _mm256_set1_epi32(clamp(hi));
+  return _mm256_andnot_si256(_mm256_cmpgt_epi32(l, i), _mm256_cmpgt_epi32(h, i));
+}
+#endif
+
 #if defined(__AVX__)
 // conv_act on 8 floats: max(v, 0) gives +0 for -0, NaN lanes keep v (Relu); max/min(c,
 // t) return t where t is NaN (HardSwish's clip).
@@ -211,25 +223,57 @@ struct PhaseRows {
   }
 };
 
-// Bias and HardSwish on a register block, stored to dst (kDwVecs vectors): in AVX
-// registers in the x86-64-v3 float build, elsewhere in split loops (so that GCC emits
-// compares and blends, not the branches a per-value conv_act compiles to).
+// Bias and HardSwish on a register block, its first nb values stored to dst: in AVX
+// registers in the x86-64-v3 and -v4 float builds (a row's last block with masked
+// stores: through a stack copy, GCC made the copy a memmove call, 16 % of the
+// 240-channel 3x3 layer on 40 x 52, and a vector copy of the fresh stack stores stalled
+// on store forwarding).  Elsewhere it returns false for a partial block, else stores the
+// block in split loops (so that GCC emits compares and blends, not the branches a
+// per-value conv_act compiles to).
 template <typename V, typename T>
-inline void dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst) {
+inline bool dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst, int64_t nb) {
   static_assert(kDwVecs == 2, "two vectors per block");
-#if defined(__AVX__)
+#if defined(__AVX512F__)
+  // 64-byte blocks in zmm, avx_act's operations per lane: the 8-float pieces took as
+  // many instructions as the 9 taps (240 channels 3x3 on 40 x 52)
+  if constexpr (std::is_same<T, float>::value && sizeof(V) == 64) {
+    __m512 v[2];
+    std::memcpy(&v[0], &a0, sizeof(V));
+    std::memcpy(&v[1], &a1, sizeof(V));
+    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.f);
+    for (int i = 0; i < 2 && 16 * i < nb; ++i) {
+      if (has_bias) v[i] = _mm512_add_ps(v[i], _mm512_set1_ps(b));
+      __m512 t = _mm512_mul_ps(v[i], _mm512_set1_ps(static_cast<float>(1.0 / 6.0)));
+      t = _mm512_add_ps(t, _mm512_set1_ps(0.5f));
+      // (the maskz forms: GCC 12 warns of _mm512_max_ps's undefined pass-through here)
+      t = _mm512_maskz_min_ps(0xffff, one, _mm512_maskz_max_ps(0xffff, zero, t));
+      const __m512 r = _mm512_mul_ps(v[i], t);
+      if (nb >= 16 * (i + 1))
+        _mm512_storeu_ps(dst + 16 * i, r);
+      else
+        _mm512_mask_storeu_ps(dst + 16 * i, static_cast<__mmask16>((1u << (nb - 16 * i)) - 1), r);
+    }
+    return true;
+  }
+#endif
+#if defined(__AVX2__)
   if constexpr (std::is_same<T, float>::value && sizeof(V) % 32 == 0) {
     constexpr int n = 2 * sizeof(V) / 32;  // 8-float pieces of the block (32- or 64-byte V)
     __m256 v[n];
     std::memcpy(&v[0], &a0, sizeof(V));
     std::memcpy(&v[n / 2], &a1, sizeof(V));
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n && 8 * i < nb; ++i) {
       if (has_bias) v[i] = _mm256_add_ps(v[i], _mm256_set1_ps(b));
-      _mm256_storeu_ps(dst + 8 * i, avx_act(v[i], kActHardSwish));
+      const __m256 r = avx_act(v[i], kActHardSwish);
+      if (nb >= 8 * (i + 1))
+        _mm256_storeu_ps(dst + 8 * i, r);
+      else
+        _mm256_maskstore_ps(dst + 8 * i, lanes_between(0, nb - 8 * i), r);
     }
-    return;
+    return true;
   }
 #endif
+  if (nb < 2 * int64_t(sizeof(V) / sizeof(T))) return false;
   constexpr int64_t N = 2 * int64_t(sizeof(V) / sizeof(T));
   T v[N], t[N];
   std::memcpy(v, &a0, sizeof(V));
@@ -240,6 +284,7 @@ inline void dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst) {
   for (int64_t k = 0; k < N; ++k) t[k] = std::max(t[k], T(0));
   for (int64_t k = 0; k < N; ++k) t[k] = std::min(t[k], T(1));
   for (int64_t k = 0; k < N; ++k) dst[k] = v[k] * t[k];
+  return true;
 }
 
 // One block of outputs in each of R output rows: `in` points at the first row's first
@@ -278,9 +323,9 @@ inline void dw_store(const typename DwVec<T, Bytes>::type (&acc)[kDwVecs], T b,
   // measured 10-20 % slower for them)
   T sums[block];
   if (act == kActHardSwish) {
-    T* d = nb == block ? dst : sums;
-    dw_hardswish(acc[0], acc[1], b, has_bias, d);
-    for (int64_t k = 0; d == sums && k < nb; ++k) dst[k] = sums[k];
+    if (dw_hardswish(acc[0], acc[1], b, has_bias, dst, nb)) return;
+    dw_hardswish(acc[0], acc[1], b, has_bias, sums, block);
+    for (int64_t k = 0; k < nb; ++k) dst[k] = sums[k];
   } else {
     std::memcpy(sums, acc, sizeof(sums));
     if (has_bias) {
@@ -839,16 +884,6 @@ struct ImageB {
   int64_t C, H, W, sxN, sxC, sxH, sxW, KH, KW, sh, sw, pt, pl, dh, dw, OW;
   int64_t ld() const { return 0; }
   const float* in_place(int64_t, int64_t, int64_t) const { return nullptr; }
-
-  // lanes i of 8 with lo <= i < hi
-  static __m256i lanes_between(int64_t lo, int64_t hi) {
-    const __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const auto clamp = [](int64_t v) {
-      return static_cast<int>(std::min<int64_t>(std::max<int64_t>(v, -1), 8));
-    };
-    const __m256i l = _mm256_set1_epi32(clamp(lo)), h = _mm256_set1_epi32(clamp(hi));
-    return _mm256_andnot_si256(_mm256_cmpgt_epi32(l, i), _mm256_cmpgt_epi32(h, i));
-  }
 
   // Stride-1 rows (sw == 1, contiguous) of kernels of at most kTableTaps taps, strips of
   // at most kTableSegs runs (rows of 4 or more): each tap's reads are the same for every
