@@ -559,11 +559,12 @@ def test_packed_gemm_bits_are_the_same_on_both_builds():
     """The x86-64-v4 build computes two panels at once in 512-bit registers (conv.hpp
     gemm_pair_block) with each output's sum in gemm_block's order: the same bits as the
     x86-64-v3 build, for whole and partial pairs (M = 20: 8 rows in the second), an odd
-    panel left over (M = 13, 23), 32 / 16 / 8-lane column steps with partial ones (P = 7,
-    9, 17, 22, 33, 150, 300), the last 2-10 columns along the rows in the x86-64-v4
-    build (gemm_tail_cols: P = 34, 40, 42, 130 with 11-17 panels), short k passes (K =
-    300: 256 + 44; K = 16 in wide column blocks), both B layouts, biases, activations,
-    1-3 threads; and conv_packed through both routes."""
+    panel left over (M = 13, 23: zmm blocks of one panel), 32- and 16-column steps with
+    partial ones (P = 7, 9, 17, 22, 33, 150, 300), the last 2-10 columns along the rows
+    (gemm_tail_cols: P = 34, 40, 42, 130 with 11-17 panels; the x86-64-v3 build's
+    gemm_block takes them as 8- or 16-lane strips), short k passes (K = 300: 256 + 44;
+    K = 16 in wide column blocks), both B layouts, biases, activations, 1-3 threads; and
+    conv_packed through both routes."""
     mods = _build_modules("deform_conv")
     if mods is None:
         pytest.skip("needs the x86-64-v3 and x86-64-v4 builds, both built and runnable here")
