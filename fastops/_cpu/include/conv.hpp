@@ -227,11 +227,10 @@ struct PhaseRows {
 // registers in the x86-64-v3 and -v4 float builds (a row's last block with masked
 // stores: through a stack copy, GCC made the copy a memmove call, 16 % of the
 // 240-channel 3x3 layer on 40 x 52, and a vector copy of the fresh stack stores stalled
-// on store forwarding).  Elsewhere it returns false for a partial block, else stores the
-// block in split loops (so that GCC emits compares and blends, not the branches a
-// per-value conv_act compiles to).
+// on store forwarding); elsewhere in split loops (so that GCC emits compares and blends,
+// not the branches a per-value conv_act compiles to).
 template <typename V, typename T>
-inline bool dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst, int64_t nb) {
+inline void dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst, int64_t nb) {
   static_assert(kDwVecs == 2, "two vectors per block");
 #if defined(__AVX512F__)
   // 64-byte blocks in zmm, avx_act's operations per lane: the 8-float pieces took as
@@ -253,16 +252,15 @@ inline bool dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst, int64_t nb) {
       else
         _mm512_mask_storeu_ps(dst + 16 * i, static_cast<__mmask16>((1u << (nb - 16 * i)) - 1), r);
     }
-    return true;
+    return;
   }
 #endif
 #if defined(__AVX2__)
-  if constexpr (std::is_same<T, float>::value && sizeof(V) % 32 == 0) {
-    constexpr int n = 2 * sizeof(V) / 32;  // 8-float pieces of the block (32- or 64-byte V)
-    __m256 v[n];
+  if constexpr (std::is_same<T, float>::value && sizeof(V) == 32) {
+    __m256 v[2];
     std::memcpy(&v[0], &a0, sizeof(V));
-    std::memcpy(&v[n / 2], &a1, sizeof(V));
-    for (int i = 0; i < n && 8 * i < nb; ++i) {
+    std::memcpy(&v[1], &a1, sizeof(V));
+    for (int i = 0; i < 2 && 8 * i < nb; ++i) {
       if (has_bias) v[i] = _mm256_add_ps(v[i], _mm256_set1_ps(b));
       const __m256 r = avx_act(v[i], kActHardSwish);
       if (nb >= 8 * (i + 1))
@@ -270,10 +268,9 @@ inline bool dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst, int64_t nb) {
       else
         _mm256_maskstore_ps(dst + 8 * i, lanes_between(0, nb - 8 * i), r);
     }
-    return true;
+    return;
   }
 #endif
-  if (nb < 2 * int64_t(sizeof(V) / sizeof(T))) return false;
   constexpr int64_t N = 2 * int64_t(sizeof(V) / sizeof(T));
   T v[N], t[N];
   std::memcpy(v, &a0, sizeof(V));
@@ -283,8 +280,7 @@ inline bool dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst, int64_t nb) {
   for (int64_t k = 0; k < N; ++k) t[k] = v[k] * static_cast<T>(1.0 / 6.0) + T(0.5);
   for (int64_t k = 0; k < N; ++k) t[k] = std::max(t[k], T(0));
   for (int64_t k = 0; k < N; ++k) t[k] = std::min(t[k], T(1));
-  for (int64_t k = 0; k < N; ++k) dst[k] = v[k] * t[k];
-  return true;
+  for (int64_t k = 0; k < nb; ++k) dst[k] = v[k] * t[k];
 }
 
 // One block of outputs in each of R output rows: `in` points at the first row's first
@@ -318,15 +314,13 @@ template <int Bytes, typename T>
 inline void dw_store(const typename DwVec<T, Bytes>::type (&acc)[kDwVecs], T b,
                      bool has_bias, int act, T* dst, int64_t nb) {
   constexpr int64_t block = kDwVecs * DwVec<T, Bytes>::lanes;
-  // HardSwish on the registers (dw_hardswish, straight into a full block); no
+  // HardSwish on the registers (dw_hardswish, straight to dst); no
   // activation or Relu per value (GCC vectorizes that loop; the register form
   // measured 10-20 % slower for them)
-  T sums[block];
   if (act == kActHardSwish) {
-    if (dw_hardswish(acc[0], acc[1], b, has_bias, dst, nb)) return;
-    dw_hardswish(acc[0], acc[1], b, has_bias, sums, block);
-    for (int64_t k = 0; k < nb; ++k) dst[k] = sums[k];
+    dw_hardswish(acc[0], acc[1], b, has_bias, dst, nb);
   } else {
+    T sums[block];
     std::memcpy(sums, acc, sizeof(sums));
     if (has_bias) {
       for (int64_t k = 0; k < nb; ++k) dst[k] = conv_act(sums[k] + b, act);
@@ -1068,8 +1062,12 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
       const int64_t mb0 = run * per, mb1 = std::min(panels, mb0 + per);
       const int64_t j0 = cb * bw, nc = std::min(P, j0 + bw) - j0;
 #if defined(__AVX512F__)
+      // columns of a zmm block where `rest` remain: two strips where more than 24, else one
+      const auto block_cols = [](int64_t rest) {
+        return std::min(rest, rest > 3 * kCgNR / 2 ? 2 * kCgNR : kCgNR);
+      };
       int64_t jt = 0;   // the columns of zmm blocks; the 2-10 after them go along the rows
-      while (nc - jt > 10) jt += std::min(nc - jt, nc - jt > 3 * kCgNR / 2 ? 2 * kCgNR : kCgNR);
+      while (nc - jt > 10) jt += block_cols(nc - jt);
 #endif
       for (int64_t k0 = 0; k0 < K; k0 += kCgKC) {
         const int64_t kc = std::min(kCgKC, K - k0);
@@ -1095,7 +1093,7 @@ void gemm_packed_run(const float* packed, int64_t M, int64_t K, const Src& src, 
             while (j < jt) {
               GemmEpilogue ej = ep;
               if (col_bias) ej.col_bias = col_bias + j0 + j;
-              const int64_t nr = std::min(jt - j, jt - j > 3 * kCgNR / 2 ? 2 * kCgNR : kCgNR);
+              const int64_t nr = block_cols(jt - j);
               if (nr > kCgNR)
                 gemm_pair_block<2, Pn>(ap, bpack + j * kc, kc, o + j, P, mrp, nr, ej, first, last);
               else
