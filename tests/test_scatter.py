@@ -337,14 +337,17 @@ def test_elements_short_rows(dtype, index_dtype, layout, threads):
 @pytest.mark.parametrize("dtype", ["int8", "float32", "float64"])
 @pytest.mark.parametrize("layout", ["contiguous", "strided data"])
 def test_scatter_elements_long_slices(dtype, layout, threads):
-    """Last-axis slices of over 512 KiB with fewer slices than threads are split into
-    target ranges, each part reading every index and applying its own (the others go to
-    sinks, branch-free); slices with many updates take the slice path without parts.
-    Every reduction against NumPy's ufunc.at in row-major order (random floats: the sums
-    are exact only in that order), hot duplicated targets, negative indices, 1-3 threads,
-    one slice and two slices on three threads."""
+    """Last-axis slices larger than a core's L2 (9 MiB here, above any L2 the kernel may
+    read from sysconf) are bucketed by target chunk, each part of the updates appending
+    to its chains, then applied chunk by chunk, part after part: into a tile copied from
+    data and streamed out (contiguous data) or in the output (strided data, copied
+    first).  Every reduction against NumPy's ufunc.at in row-major order (random floats:
+    the sums are exact only in that order), hot duplicated targets (a slice's end, the
+    middle, a chunk's first row), negative indices, 1-3 threads, one slice and two; short
+    slices beside them take the cached path.  The first bad index is named whatever the
+    part it falls in, and nothing is returned."""
     rng = np.random.default_rng(43)
-    n = (600 << 10) // np.dtype(dtype).itemsize + 7
+    n = (9 << 20) // np.dtype(dtype).itemsize + 7
     for shape, ishape in [((n,), (50_003,)), ((2, n), (2, 30_001)), ((4, 1000), (4, 9000))]:
         data = _rand(rng, shape, dtype)
         if layout == "strided data":
@@ -352,7 +355,8 @@ def test_scatter_elements_long_slices(dtype, layout, threads):
         size = shape[-1]
         idx = rng.integers(-size, size, ishape)
         idx[..., ::7] = -1                   # a hot target at each slice's end
-        idx[..., 3::11] = size // 2          # and one at the parts' boundary
+        idx[..., 3::11] = size // 2          # one in the middle
+        idx[..., 5::13] = (1 << 16) % size   # and one at a chunk's first row
         upd = _rand(rng, ishape, dtype)
         for reduction in REDUCTIONS:
             want = _numpy_scatter_elements_fast(data, idx, upd, reduction)
@@ -364,11 +368,34 @@ def test_scatter_elements_long_slices(dtype, layout, threads):
     idx = np.zeros(40_000, np.int64)
     idx[30_000:] = n
     idx[25_001] = -n - 1
+    idx[5] = 0
     for nt in (1, 2, 3):
         with threads(nt):
             with pytest.raises(IndexError, match=rf"indices\[25001\] = {-n - 1}"):
                 fastops.scatter_elements(data, idx, np.ones(40_000, np.float32), 0, "add")
     assert not data.any()
+
+
+def test_scatter_elements_long_slices_layouts(threads):
+    """The bucketed path on the other layouts of a long slice: strided targets (axis 0
+    of (n, 3) data with indices (m, 1)), slices placed by an offset table (indices
+    smaller than data outside the axis), and more updates than one round of buckets
+    (2^20), where the later rounds apply in the output."""
+    rng = np.random.default_rng(47)
+    n = 3 << 20
+    cases = [(rng.standard_normal((n, 3)).astype(np.float32), (200_001, 1), 0),
+             (rng.standard_normal((2, 3, n // 2)).astype(np.float32), (2, 2, 90_001), 2),
+             (rng.standard_normal(n).astype(np.float32), ((1 << 20) * 2 + 123,), 0)]
+    for data, ishape, axis in cases:
+        size = data.shape[axis]
+        idx = rng.integers(-size, size, ishape)
+        upd = rng.standard_normal(ishape).astype(np.float32)
+        for reduction in ("none", "add"):
+            want = _numpy_scatter_elements(data, idx, upd, axis, reduction)
+            for nt in (1, 2):
+                with threads(nt):
+                    got = fastops.scatter_elements(data, idx, upd, axis, reduction)
+                np.testing.assert_array_equal(got, want, err_msg=f"{ishape} {reduction} {nt}")
 
 
 def _numpy_scatter_elements_fast(data, idx, upd, reduction):
