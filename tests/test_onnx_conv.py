@@ -71,6 +71,8 @@ CASES = [
     ((1, 6, 9, 74), 6, (5, 5), 6, (1, 2), (2, 2, 2, 2), (1, 1), True),         # depthwise
     ((1, 7, 9, 5), 7, (3, 3), 7, (1, 1), (1, 1, 1, 1), (1, 1), True),          # dw, rows < 8
     ((1, 10, 20, 26), 10, (5, 5), 10, (2, 2), (2, 2, 2, 2), (1, 1), True),     # dw, s2 26-wide
+    ((2, 37, 10, 13), 37, (5, 5), 37, (1, 1), (2, 2, 2, 2), (1, 1), True),     # dw, lanes
+    ((1, 40, 21, 27), 40, (5, 5), 40, (2, 1), (1, 3, 2, 0), (1, 2), False),    # dw, lanes
     ((1, 16, 40, 40), 24, (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1), True),      # tiled / rows
     ((1, 128, 32, 33), 8, (3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1), True),      # tiled, K 1152
     ((2, 16, 36, 30), 20, (3, 3), 2, (1, 1), (1, 0, 1, 2), (1, 1), False),     # tiled, groups
@@ -117,25 +119,48 @@ def test_conv_auto_pad_same_upper():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("W", [11, 45])
-def test_depthwise_kernel_keeps_the_tap_sum_bits(W):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("C, K, W", [(5, 3, 11), (5, 3, 45), (37, 5, 13), (37, 3, 13),
+                                     (21, 5, 32), (21, 5, 33)])
+def test_depthwise_kernel_keeps_the_tap_sum_bits(C, K, W, dtype):
     """The depthwise kernel computes the NumPy tap sum's sequence (x_t0 * w_t0, then
-    + x_t * w_t in row-major tap order, then + b): same bits as that sum, in float32,
-    for rows of both vector widths (the AVX-512 build's narrow rows: at most 16)."""
+    + x_t * w_t in row-major tap order, then + b): same bits as that sum, for rows of
+    both vector widths (the AVX-512 build's narrow rows: at most 16) and for the
+    channels-in-lanes form (AVX-512: 5x5 float32, any float64 kernel, rows of at most 32
+    outputs, at least a vector's lanes of channels; 37 = two groups and 5 channels)."""
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((2, 5, 13, W)).astype(np.float32)
-    w = rng.standard_normal((5, 1, 3, 3)).astype(np.float32)
-    b = rng.standard_normal(5).astype(np.float32)
-    got = _session(x, w, b, dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=5)).run(
+    p = K // 2
+    x = rng.standard_normal((2, C, 13, W)).astype(dtype)
+    w = rng.standard_normal((C, 1, K, K)).astype(dtype)
+    b = rng.standard_normal(C).astype(dtype)
+    got = _session(x, w, b, dict(kernel_shape=[K, K], pads=[p] * 4, group=C)).run(
         None, {"x": x})[0]
-    xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
+    xp = np.pad(x, [(0, 0), (0, 0), (p, p), (p, p)])
     want = None
-    for i in range(3):
-        for j in range(3):
-            term = xp[:, :, i:i + 13, j:j + W] * w[:, 0, i, j].reshape(1, 5, 1, 1)
+    for i in range(K):
+        for j in range(K):
+            term = xp[:, :, i:i + 13, j:j + W] * w[:, 0, i, j].reshape(1, C, 1, 1)
             want = term if want is None else want + term
-    want = want + b.reshape(1, 5, 1, 1)
+    want = want + b.reshape(1, C, 1, 1)
     np.testing.assert_array_equal(got, want)
+
+
+def test_depthwise_kernel_strided_operands():
+    """The kernel reads x and w at any element strides (a plane's columns apart, a
+    channel's taps apart): same bits as on contiguous copies, in both forms."""
+    from fastops import _dispatch
+    dc = _dispatch.kernel_module("cpu", "deform_conv")
+    rng = np.random.default_rng(5)
+    for C, K in [(20, 5), (20, 3), (3, 5)]:
+        x = rng.standard_normal((2, C, 13, 26)).astype(np.float32)[..., ::2]
+        w = rng.standard_normal((C, 2, K, K)).astype(np.float32)[:, :1]
+        b = rng.standard_normal(2 * C).astype(np.float32)[::2]
+        outs = []
+        for xx, ww, bb in [(x, w, b), (x.copy(), w.copy(), b.copy())]:
+            y = np.empty((2, C, 13, 13), np.float32)
+            dc.depthwise_conv2d(xx, ww, bb, 1, 1, K // 2, K // 2, 1, 1, y, 2, 2)
+            outs.append(y)
+        np.testing.assert_array_equal(outs[0], outs[1])
 
 
 # ------------------------------------------------------------------ fused activations
@@ -173,6 +198,7 @@ FUSED_CASES = [
     ((1, 300, 6, 5), 20, (3, 3), 1, (1, 1), (1, 1, 1, 1)),       # packed im2col, K > 256
     ((1, 12, 17, 19), 12, (3, 3), 12, (2, 2), (1, 1, 1, 1)),     # depthwise kernel
     ((1, 8, 20, 70), 8, (3, 3), 8, (2, 2), (1, 1, 1, 1)),        # full blocks, stride-2
+    ((1, 40, 10, 13), 40, (5, 5), 40, (1, 1), (2, 2, 2, 2)),     # depthwise, lanes
     ((1, 8, 21, 71), 8, (5, 5), 8, (2, 2), (2, 0, 2, 0)),        # split, even/odd pad
     ((1, 8, 9, 40), 8, (3, 3), 8, (1, 1), (1, 1, 1, 1)),         # stride 1, full blocks
     ((1, 8, 9, 52), 8, (3, 3), 8, (1, 1), (1, 1, 1, 1)),         # last block 20 of 32
@@ -184,11 +210,13 @@ FUSED_CASES = [
 @pytest.mark.parametrize("act", ["Relu", "HardSwish"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", FUSED_CASES, ids=[f"case{i}" for i in range(len(FUSED_CASES))])
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")   # inf * 0, NumPy paths
 def test_fused_activation_is_the_unfused_result(case, dtype, act):
     shape, M, k, group, strides, pads = case
     rng = np.random.default_rng(M + len(k))
     x = (rng.standard_normal(shape) * 3).astype(dtype)
     x.reshape(-1)[::97] = np.nan                      # NaN propagates through both forms
+    x.reshape(-1)[50::89] = np.inf                    # and so do infinite sums
     w = rng.standard_normal((M, shape[1] // group) + k).astype(dtype)
     b = rng.standard_normal(M).astype(dtype)
     attrs = dict(kernel_shape=list(k), strides=list(strides), pads=list(pads), group=group)

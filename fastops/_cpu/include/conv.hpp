@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #if defined(__AVX__)
@@ -347,6 +348,251 @@ inline void dw_rows(const T* pp, int64_t RS, int64_t stride_h, const int64_t* to
     }
 }
 
+// conv_act on a vector of sums, as conv_act per lane (the same comparisons and selects).
+template <typename V>
+inline V dw_act(V v, int act) {
+  const V zero = V{}, one = zero + 1;
+  if (act == kActRelu) {
+    const V r = v > zero ? v : zero;
+    return v != v ? v : r;
+  }
+  if (act == kActHardSwish) {
+    V t = v * static_cast<decltype(v[0] + 0)>(1.0 / 6.0);
+    t = t + static_cast<decltype(v[0] + 0)>(0.5);
+    t = t < zero ? zero : t;
+    t = one < t ? one : t;
+    return v * t;
+  }
+  return v;
+}
+
+// v[r][k] -> v[k][r] for the L vectors of L lanes at v: log2(L) stages, each swapping one
+// bit of the row index with the same bit of the lane index by two-source shuffles with
+// constant masks (vpermt2ps with AVX-512: L log2(L) of them).
+template <typename Idx, int L, int D, int... K>
+constexpr Idx dw_swap_mask(std::integer_sequence<int, K...>, bool high) {
+  typedef std::remove_reference_t<decltype(Idx{}[0])> E;
+  return Idx{static_cast<E>(high ? ((K & D) ? L + K : K + D) : ((K & D) ? L + K - D : K))...};
+}
+
+template <typename T, typename V, int D = 1>
+inline void dw_transpose(V* v) {
+  constexpr int L = sizeof(V) / sizeof(T);
+  typedef decltype(V{} < V{}) Idx;
+  constexpr Idx lo = dw_swap_mask<Idx, L, D>(std::make_integer_sequence<int, L>{}, false);
+  constexpr Idx hi = dw_swap_mask<Idx, L, D>(std::make_integer_sequence<int, L>{}, true);
+#pragma GCC unroll 16
+  for (int i = 0; i < L; ++i)
+    if (!(i & D)) {
+      const V a = v[i], b = v[i + D];
+      v[i] = __builtin_shuffle(a, b, lo);
+      v[i + D] = __builtin_shuffle(a, b, hi);
+    }
+  if constexpr (2 * D < L) dw_transpose<T, V, 2 * D>(v);
+}
+
+// Depthwise with the channels in the vector lanes, for planes whose rows are short: a
+// plane per item (depthwise_conv2d) spends a block of 2 vectors on each output row
+// whatever its width (a 13-wide row left 3 of 16 lanes idle, in narrower vectors).  Here
+// an item is a group of L channels (L the build's lanes): their planes are transposed
+// into the thread's zero-padded tile (pixel-major, a pixel's L channels in one vector),
+// each output pixel's sums take the taps in depthwise_conv2d's order (so no bit changes),
+// kDwPixels pixels of a row at a time, and the sums go back to the planes through the
+// same transpose.
+constexpr int64_t kDwPixels = 8;
+
+template <int P, typename T, typename V>
+inline void dw_pixels(const T* tile, int64_t step, const int64_t* toff, const V* wv,
+                      int64_t taps, V bv, bool has_bias, int act, V* dst) {
+  V acc[P];
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) acc[p] = dw_load<T, sizeof(V)>(tile + p * step + toff[0]) * wv[0];
+  for (int64_t t = 1; t < taps; ++t) {
+    const V w = wv[t];
+    const T* q = tile + toff[t];
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) acc[p] = acc[p] + dw_load<T, sizeof(V)>(q + p * step) * w;
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) dst[p] = dw_act(has_bias ? acc[p] + bv : acc[p], act);
+}
+
+// dw_pixels for n (0 <= n <= P) pixels, P a compile-time bound.
+template <int P, typename T, typename V>
+inline void dw_pixels_n(int64_t n, const T* tile, int64_t step, const int64_t* toff, const V* wv,
+                        int64_t taps, V bv, bool has_bias, int act, V* dst) {
+  if constexpr (P > 0) {
+    if (n == P) return dw_pixels<P>(tile, step, toff, wv, taps, bv, has_bias, act, dst);
+    dw_pixels_n<P - 1>(n, tile, step, toff, wv, taps, bv, has_bias, act, dst);
+  }
+}
+
+// The first n (0 < n <= lanes) values at p as a vector, the rest 0; and the first n lanes
+// of v to p: masked loads and stores where the build has them (a variable-length memcpy
+// became rep movsq, 3x the whole kernel's time), else lane by lane.
+template <typename V, typename T>
+inline V dw_load_n(const T* p, int64_t n) {
+  constexpr int64_t L = sizeof(V) / sizeof(T);
+  V v;
+  if (n == L) {
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+  }
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64 && std::is_same<T, float>::value) {
+    const __m512 r = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
+    std::memcpy(&v, &r, sizeof(V));
+    return v;
+  } else if constexpr (sizeof(V) == 64 && std::is_same<T, double>::value) {
+    const __m512d r = _mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << n) - 1), p);
+    std::memcpy(&v, &r, sizeof(V));
+    return v;
+  }
+#endif
+  v = V{};
+  for (int64_t k = 0; k < n; ++k) v[k] = p[k];
+  return v;
+}
+
+template <typename V, typename T>
+inline void dw_store_n(T* p, V v, int64_t n) {
+  constexpr int64_t L = sizeof(V) / sizeof(T);
+  if (n == L) {
+    std::memcpy(p, &v, sizeof(V));
+    return;
+  }
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64 && std::is_same<T, float>::value) {
+    __m512 r;
+    std::memcpy(&r, &v, sizeof(V));
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), r);
+    return;
+  } else if constexpr (sizeof(V) == 64 && std::is_same<T, double>::value) {
+    __m512d r;
+    std::memcpy(&r, &v, sizeof(V));
+    _mm512_mask_storeu_pd(p, static_cast<__mmask8>((1u << n) - 1), r);
+    return;
+  }
+#endif
+  for (int64_t k = 0; k < n; ++k) p[k] = v[k];
+}
+
+// d[p * L + c] = src[c * sc + p] for p < n, c < cn (lanes c >= cn: 0): cn rows of n
+// contiguous values interleaved, L x L blocks at a time.
+template <typename T, typename V>
+inline void dw_interleave(const T* src, int64_t sc, int64_t cn, int64_t n, T* d) {
+  constexpr int64_t L = sizeof(V) / sizeof(T);
+  for (int64_t x = 0; x < n; x += L) {
+    const int64_t cnt = std::min(L, n - x);
+    V v[L];
+#pragma GCC unroll 16
+    for (int64_t c = 0; c < L; ++c) v[c] = c < cn ? dw_load_n<V>(src + c * sc + x, cnt) : V{};
+    dw_transpose<T>(v);
+    for (int64_t p = 0; p < cnt; ++p) std::memcpy(d + (x + p) * L, &v[p], sizeof(V));
+  }
+}
+
+// The output tile's n pixels (pixel-major) into the cn planes at out (plane_out apart).
+template <typename T, typename V>
+inline void dw_rows_out(const V* ot, int64_t n, int64_t cn, int64_t plane_out, T* out) {
+  constexpr int64_t L = sizeof(V) / sizeof(T);
+  for (int64_t q = 0; q < n; q += L) {
+    const int64_t cnt = std::min(L, n - q);
+    V v[L];
+    for (int64_t p = 0; p < L; ++p) v[p] = p < cnt ? ot[q + p] : V{};
+    dw_transpose<T>(v);
+    for (int64_t c = 0; c < cn; ++c) dw_store_n(out + c * plane_out + q, v[c], cnt);
+  }
+}
+
+template <typename T>
+void depthwise_lanes(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sxN,
+                     int64_t sxC, int64_t sxH, int64_t sxW, const T* w, int64_t KH, int64_t KW,
+                     int64_t swC, int64_t swH, int64_t swW, const T* bias, int64_t sb,
+                     int64_t stride_h, int64_t stride_w, int64_t pad_t, int64_t pad_l,
+                     int64_t dil_h, int64_t dil_w, T* out, int64_t OH, int64_t OW, int act,
+                     int nthreads) {
+  typedef typename DwVec<T>::type V;
+  constexpr int64_t L = DwVec<T>::lanes;
+  const int64_t HP = (OH - 1) * stride_h + (KH - 1) * dil_h + 1;
+  const int64_t WP = (OW - 1) * stride_w + (KW - 1) * dil_w + 1;
+  const int64_t taps = KH * KW, groups_c = (C + L - 1) / L, items = N * groups_c;
+  const int64_t plane_out = OH * OW;
+  const int nt = threads_for(work_product(work_product(N * C, plane_out), taps + 1) +
+                                 work_product(N * C, size_mul(HP, WP)),
+                             nthreads);
+  std::vector<int64_t> toff(static_cast<size_t>(taps)), woff(static_cast<size_t>(taps));
+  for (int64_t i = 0; i < KH; ++i)
+    for (int64_t j = 0; j < KW; ++j) {
+      toff[i * KW + j] = (i * dil_h * WP + j * dil_w) * L;   // from a pixel's first tap
+      woff[i * KW + j] = i * swH + j * swW;
+    }
+  const bool dense_w = swW == 1 && swH == KW;   // a channel's taps contiguous
+  const int64_t y0 = std::max<int64_t>(0, -pad_t), y1 = std::min(H, HP - pad_t);
+  const int64_t xa = std::max<int64_t>(0, -pad_l), xb = std::min(W, WP - pad_l);
+  // per thread: the padded input tile (zeroed once: items write only the input's pixels),
+  // the output tile, the taps' weight vectors and the bias vector
+  ThreadScratch<T> tiles(size_mul(size_mul(HP, WP), L), nt);
+  ThreadScratch<V> outs(plane_out, nt, false), wvs(taps + 1, nt, false);
+  parallel_for(items, chunk_for(items, nt), nt, [&](int64_t lo, int64_t hi, int tid) {
+    T* tile = tiles(tid);
+    V* ot = outs(tid);
+    V* wv = wvs(tid);
+    const int64_t* to = toff.data();
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t n = item / groups_c, c0 = item % groups_c * L;
+      const int64_t cn = std::min(L, C - c0);
+      const T* src = x + n * sxN + c0 * sxC;
+      for (int64_t y = y0; y < y1; ++y) {
+        T* d = tile + ((y + pad_t) * WP + pad_l) * L;
+        if (sxW == 1) {
+          dw_interleave<T, V>(src + y * sxH + xa, sxC, cn, xb - xa, d + xa * L);
+        } else {
+          for (int64_t c = 0; c < cn; ++c)
+            for (int64_t xx = xa; xx < xb; ++xx) d[xx * L + c] = src[c * sxC + y * sxH + xx * sxW];
+        }
+      }
+      T* wl = reinterpret_cast<T*>(wv);
+      if (dense_w) {
+        dw_interleave<T, V>(w + c0 * swC, swC, cn, taps, wl);
+      } else {
+        for (int64_t c = 0; c < L; ++c)
+          for (int64_t t = 0; t < taps; ++t) wl[t * L + c] = c < cn ? w[(c0 + c) * swC + woff[t]] : T(0);
+      }
+      for (int64_t c = 0; c < L; ++c) wl[taps * L + c] = bias && c < cn ? bias[(c0 + c) * sb] : T(0);
+      const int64_t step = stride_w * L;
+      const V bv = wv[taps];
+      const bool has_bias = bias != nullptr;
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        const T* row = tile + oy * stride_h * WP * L;
+        V* orow = ot + oy * OW;
+        int64_t ox = 0;
+        for (; ox + kDwPixels <= OW; ox += kDwPixels)
+          dw_pixels<kDwPixels>(row + ox * step, step, to, wv, taps, bv, has_bias, act, orow + ox);
+        // the rest as one block: P sums in flight (pairs and a single ran at their add
+        // chains' latency, more than the 8-pixel block took)
+        dw_pixels_n<kDwPixels - 1>(OW - ox, row + ox * step, step, to, wv, taps, bv, has_bias,
+                                   act, orow + ox);
+      }
+      dw_rows_out<T, V>(ot, plane_out, cn, plane_out, out + (n * C + c0) * plane_out);
+    }
+  });
+}
+
+// Where depthwise_lanes runs instead of a plane per item: the AVX-512 build (64-byte
+// vectors: its planes' rows of at most kDwNarrowMaxOW take 32-byte ones), at least one
+// whole group of channels, rows of at most 32 outputs, and 5x5 kernels in float32 (3x3 ones: 9 taps do not pay for the
+// transposes) or any kernel in float64.  Harness, 2 threads, us, planes / lanes: float32
+// 960 channels 5x5 on 10 x 13 158 / 74, 672 5x5 stride 2 on 20 x 26 161 / 80, 184 3x3 on
+// 20 x 26 35 / 49, 120 5x5 on 40 x 52 160 / 150, 72 5x5 stride 2 on 80 x 104 137 / 199;
+// float64 184 3x3 on 20 x 26 139 / 67, 240 3x3 stride 2 on 40 x 52 268 / 204; the
+// x86-64-v3 build's 8 lanes gained nothing (960 5x5: 156 / 140, 184 3x3: 46 / 69).
+template <typename T>
+constexpr bool dw_lanes_pay(int64_t C, int64_t taps, int64_t OW) {
+  return kDwVecBytes == 64 && C >= DwVec<T>::lanes && OW <= 32 &&
+         (taps >= 25 || sizeof(T) == 8);
+}
+
 // x (N, C, H, W) and w (C, 1, KH, KW) with any element strides, bias (C,) or null, act a
 // ConvAct applied after the bias, out C-contiguous (N, C, OH, OW) with N, C, OH, OW, KH,
 // KW >= 1 and H, W >= 0.  pad_t, pad_l: the top/left zero padding; the padded plane spans
@@ -364,6 +610,10 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
                       int64_t sb, int64_t stride_h, int64_t stride_w, int64_t pad_t,
                       int64_t pad_l, int64_t dil_h, int64_t dil_w, T* out, int64_t OH,
                       int64_t OW, int act, int nthreads) {
+  if (dw_lanes_pay<T>(C, KH * KW, OW))
+    return depthwise_lanes(x, N, C, H, W, sxN, sxC, sxH, sxW, w, KH, KW, swC, swH, swW, bias,
+                           sb, stride_h, stride_w, pad_t, pad_l, dil_h, dil_w, out, OH, OW, act,
+                           nthreads);
   const int64_t HP = (OH - 1) * stride_h + (KH - 1) * dil_h + 1;
   const int64_t WP = (OW - 1) * stride_w + (KW - 1) * dil_w + 1;
   const PhaseRows pr(W, WP, stride_w, pad_l);
