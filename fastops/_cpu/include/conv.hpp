@@ -587,10 +587,16 @@ void depthwise_lanes(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int
 // 20 x 26 35 / 49, 120 5x5 on 40 x 52 160 / 150, 72 5x5 stride 2 on 80 x 104 137 / 199;
 // float64 184 3x3 on 20 x 26 139 / 67, 240 3x3 stride 2 on 40 x 52 268 / 204; the
 // x86-64-v3 build's 8 lanes gained nothing (960 5x5: 156 / 140, 184 3x3: 46 / 69).
+// The padded tile (HP x WP pixels of L lanes) stays within kDwLanesMaxTile bytes, in L2:
+// a tall image would otherwise take a tile 16x its plane per thread.
+constexpr int64_t kDwLanesMaxTile = int64_t(1) << 20;
+
 template <typename T>
-constexpr bool dw_lanes_pay(int64_t C, int64_t taps, int64_t OW) {
+constexpr bool dw_lanes_pay(int64_t C, int64_t taps, int64_t OW, int64_t HP, int64_t WP) {
+  constexpr int64_t pixel = DwVec<T>::lanes * static_cast<int64_t>(sizeof(T));
   return kDwVecBytes == 64 && C >= DwVec<T>::lanes && OW <= 32 &&
-         (taps >= 25 || sizeof(T) == 8);
+         (taps >= 25 || sizeof(T) == 8) && WP <= kDwLanesMaxTile / pixel &&
+         HP <= kDwLanesMaxTile / (WP * pixel);
 }
 
 // x (N, C, H, W) and w (C, 1, KH, KW) with any element strides, bias (C,) or null, act a
@@ -610,12 +616,12 @@ void depthwise_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, in
                       int64_t sb, int64_t stride_h, int64_t stride_w, int64_t pad_t,
                       int64_t pad_l, int64_t dil_h, int64_t dil_w, T* out, int64_t OH,
                       int64_t OW, int act, int nthreads) {
-  if (dw_lanes_pay<T>(C, KH * KW, OW))
+  const int64_t HP = (OH - 1) * stride_h + (KH - 1) * dil_h + 1;
+  const int64_t WP = (OW - 1) * stride_w + (KW - 1) * dil_w + 1;
+  if (dw_lanes_pay<T>(C, KH * KW, OW, HP, WP))
     return depthwise_lanes(x, N, C, H, W, sxN, sxC, sxH, sxW, w, KH, KW, swC, swH, swW, bias,
                            sb, stride_h, stride_w, pad_t, pad_l, dil_h, dil_w, out, OH, OW, act,
                            nthreads);
-  const int64_t HP = (OH - 1) * stride_h + (KH - 1) * dil_h + 1;
-  const int64_t WP = (OW - 1) * stride_w + (KW - 1) * dil_w + 1;
   const PhaseRows pr(W, WP, stride_w, pad_l);
   const int64_t WS = pr.WS, RS = pr.RS, x0 = pr.x0, x1 = pr.x1;
   const int64_t taps = KH * KW;
