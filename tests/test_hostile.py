@@ -998,7 +998,8 @@ def _race_elements_along(op, shape, ishape, axis):
 
 
 @pytest.mark.parametrize("op, shape, ishape, axis", [
-    ("scatter_elements", (300_000,), (1 << 18,), 0),          # slices split among threads
+    ("scatter_elements", (300_000,), (1 << 18,), 0),          # a slice in L2: one thread
+    ("scatter_elements", (3_000_000,), (1 << 18,), 0),        # past any L2: bucketed
     ("scatter_elements", (2000, 2000), (2000, 500), 1),       # one span per slice
     ("scatter_elements", (64, 300, 2), (64, 200, 2), 1),      # short rows: one flat walk
     ("gather_elements", (2000, 2000), (2000, 500), 1),        # short rows prefetched whole
