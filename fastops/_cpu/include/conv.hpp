@@ -406,7 +406,8 @@ inline void dw_pixels(const T* tile, int64_t step, const int64_t* toff, const V*
                       int64_t taps, V bv, bool has_bias, int act, V* dst) {
   V acc[P];
 #pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) acc[p] = dw_load<T, sizeof(V)>(tile + p * step + toff[0]) * wv[0];
+  for (int p = 0; p < P; ++p)
+    acc[p] = dw_load<T, sizeof(V)>(tile + p * step + toff[0]) * wv[0];
   for (int64_t t = 1; t < taps; ++t) {
     const V w = wv[t];
     const T* q = tile + toff[t];
@@ -419,8 +420,8 @@ inline void dw_pixels(const T* tile, int64_t step, const int64_t* toff, const V*
 
 // dw_pixels for n (0 <= n <= P) pixels, P a compile-time bound.
 template <int P, typename T, typename V>
-inline void dw_pixels_n(int64_t n, const T* tile, int64_t step, const int64_t* toff, const V* wv,
-                        int64_t taps, V bv, bool has_bias, int act, V* dst) {
+inline void dw_pixels_n(int64_t n, const T* tile, int64_t step, const int64_t* toff,
+                        const V* wv, int64_t taps, V bv, bool has_bias, int act, V* dst) {
   if constexpr (P > 0) {
     if (n == P) return dw_pixels<P>(tile, step, toff, wv, taps, bv, has_bias, act, dst);
     dw_pixels_n<P - 1>(n, tile, step, toff, wv, taps, bv, has_bias, act, dst);
@@ -492,9 +493,10 @@ inline void dw_interleave(const T* src, int64_t sc, int64_t cn, int64_t n, T* d)
   }
 }
 
-// The output tile's n pixels (pixel-major) into the cn planes at out (plane_out apart).
+// dw_interleave's inverse: the n pixels of ot (pixel-major, L lanes each) into cn rows
+// of out, plane_out apart.
 template <typename T, typename V>
-inline void dw_rows_out(const V* ot, int64_t n, int64_t cn, int64_t plane_out, T* out) {
+inline void dw_deinterleave(const V* ot, int64_t n, int64_t cn, int64_t plane_out, T* out) {
   constexpr int64_t L = sizeof(V) / sizeof(T);
   for (int64_t q = 0; q < n; q += L) {
     const int64_t cnt = std::min(L, n - q);
@@ -549,7 +551,8 @@ void depthwise_lanes(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int
           dw_interleave<T, V>(src + y * sxH + xa, sxC, cn, xb - xa, d + xa * L);
         } else {
           for (int64_t c = 0; c < cn; ++c)
-            for (int64_t xx = xa; xx < xb; ++xx) d[xx * L + c] = src[c * sxC + y * sxH + xx * sxW];
+            for (int64_t xx = xa; xx < xb; ++xx)
+              d[xx * L + c] = src[c * sxC + y * sxH + xx * sxW];
         }
       }
       T* wl = reinterpret_cast<T*>(wv);
@@ -557,9 +560,11 @@ void depthwise_lanes(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int
         dw_interleave<T, V>(w + c0 * swC, swC, cn, taps, wl);
       } else {
         for (int64_t c = 0; c < L; ++c)
-          for (int64_t t = 0; t < taps; ++t) wl[t * L + c] = c < cn ? w[(c0 + c) * swC + woff[t]] : T(0);
+          for (int64_t t = 0; t < taps; ++t)
+            wl[t * L + c] = c < cn ? w[(c0 + c) * swC + woff[t]] : T(0);
       }
-      for (int64_t c = 0; c < L; ++c) wl[taps * L + c] = bias && c < cn ? bias[(c0 + c) * sb] : T(0);
+      for (int64_t c = 0; c < L; ++c)
+        wl[taps * L + c] = bias && c < cn ? bias[(c0 + c) * sb] : T(0);
       const int64_t step = stride_w * L;
       const V bv = wv[taps];
       const bool has_bias = bias != nullptr;
@@ -574,21 +579,22 @@ void depthwise_lanes(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int
         dw_pixels_n<kDwPixels - 1>(OW - ox, row + ox * step, step, to, wv, taps, bv, has_bias,
                                    act, orow + ox);
       }
-      dw_rows_out<T, V>(ot, plane_out, cn, plane_out, out + (n * C + c0) * plane_out);
+      dw_deinterleave<T, V>(ot, plane_out, cn, plane_out, out + (n * C + c0) * plane_out);
     }
   });
 }
 
 // Where depthwise_lanes runs instead of a plane per item: the AVX-512 build (64-byte
 // vectors: its planes' rows of at most kDwNarrowMaxOW take 32-byte ones), at least one
-// whole group of channels, rows of at most 32 outputs, and 5x5 kernels in float32 (3x3 ones: 9 taps do not pay for the
-// transposes) or any kernel in float64.  Harness, 2 threads, us, planes / lanes: float32
-// 960 channels 5x5 on 10 x 13 158 / 74, 672 5x5 stride 2 on 20 x 26 161 / 80, 184 3x3 on
-// 20 x 26 35 / 49, 120 5x5 on 40 x 52 160 / 150, 72 5x5 stride 2 on 80 x 104 137 / 199;
-// float64 184 3x3 on 20 x 26 139 / 67, 240 3x3 stride 2 on 40 x 52 268 / 204; the
-// x86-64-v3 build's 8 lanes gained nothing (960 5x5: 156 / 140, 184 3x3: 46 / 69).
-// The padded tile (HP x WP pixels of L lanes) stays within kDwLanesMaxTile bytes, in L2:
-// a tall image would otherwise take a tile 16x its plane per thread.
+// whole group of channels, rows of at most 32 outputs, and 5x5 kernels in float32 (3x3
+// ones: 9 taps do not pay for the transposes) or any kernel in float64.  Harness, 2
+// threads, us, planes / lanes: float32 960 channels 5x5 on 10 x 13 158 / 74, 672 5x5
+// stride 2 on 20 x 26 161 / 80, 184 3x3 on 20 x 26 35 / 49, 120 5x5 on 40 x 52 160 /
+// 150, 72 5x5 stride 2 on 80 x 104 137 / 199; float64 184 3x3 on 20 x 26 139 / 67, 240
+// 3x3 stride 2 on 40 x 52 268 / 204; the x86-64-v3 build's 8 lanes gained nothing (960
+// 5x5: 156 / 140, 184 3x3: 46 / 69).  The padded tile (HP x WP pixels of L lanes) stays
+// within kDwLanesMaxTile bytes, in L2: a tall image would otherwise take a tile 16x its
+// plane per thread.
 constexpr int64_t kDwLanesMaxTile = int64_t(1) << 20;
 
 template <typename T>
