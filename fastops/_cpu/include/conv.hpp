@@ -35,16 +35,32 @@ namespace fastops {
 // time.  Blocks of values go through avx_act or dw_hardswish instead.
 enum ConvAct : int { kActNone = 0, kActRelu = 1, kActHardSwish = 2 };
 
+// The element type of a scalar T or of a GCC vector T.
+template <typename T, typename = void>
+struct LaneOf {
+  typedef T type;
+};
+template <typename T>
+struct LaneOf<T, std::void_t<decltype(std::declval<T>()[0])>> {
+  typedef std::remove_cv_t<std::remove_reference_t<decltype(std::declval<T>()[0])>> type;
+};
+
+// On a value or on each lane of a vector of values (depthwise_lanes): the same compares
+// and selects either way.  The clip is std::min(std::max(t, 0), 1) written as selects
+// (max(t, 0) is t < 0 ? 0 : t, min(t, 1) is 1 < t ? 1 : t): a NaN t stays.
 template <typename T>
 inline T conv_act(T v, int act) {
+  typedef typename LaneOf<T>::type E;
+  const T zero = T{}, one = zero + E(1);
   if (act == kActRelu) {
-    const T r = v > T(0) ? v : T(0);
+    const T r = v > zero ? v : zero;
     return v != v ? v : r;
   }
   if (act == kActHardSwish) {
-    T t = v * static_cast<T>(1.0 / 6.0);
-    t = t + T(0.5);
-    t = std::min(std::max(t, T(0)), T(1));  // max(t, 0) is t < 0 ? 0 : t: NaN stays
+    T t = v * static_cast<E>(1.0 / 6.0);
+    t = t + E(0.5);
+    t = t < zero ? zero : t;
+    t = one < t ? one : t;
     return v * t;
   }
   return v;
@@ -348,24 +364,6 @@ inline void dw_rows(const T* pp, int64_t RS, int64_t stride_h, const int64_t* to
     }
 }
 
-// conv_act on a vector of sums, as conv_act per lane (the same comparisons and selects).
-template <typename V>
-inline V dw_act(V v, int act) {
-  const V zero = V{}, one = zero + 1;
-  if (act == kActRelu) {
-    const V r = v > zero ? v : zero;
-    return v != v ? v : r;
-  }
-  if (act == kActHardSwish) {
-    V t = v * static_cast<decltype(v[0] + 0)>(1.0 / 6.0);
-    t = t + static_cast<decltype(v[0] + 0)>(0.5);
-    t = t < zero ? zero : t;
-    t = one < t ? one : t;
-    return v * t;
-  }
-  return v;
-}
-
 // v[r][k] -> v[k][r] for the L vectors of L lanes at v: log2(L) stages, each swapping one
 // bit of the row index with the same bit of the lane index by two-source shuffles with
 // constant masks (vpermt2ps with AVX-512: L log2(L) of them).
@@ -415,7 +413,7 @@ inline void dw_pixels(const T* tile, int64_t step, const int64_t* toff, const V*
     for (int p = 0; p < P; ++p) acc[p] = acc[p] + dw_load<T, sizeof(V)>(q + p * step) * w;
   }
 #pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) dst[p] = dw_act(has_bias ? acc[p] + bv : acc[p], act);
+  for (int p = 0; p < P; ++p) dst[p] = conv_act(has_bias ? acc[p] + bv : acc[p], act);
 }
 
 // dw_pixels for n (0 <= n <= P) pixels, P a compile-time bound.
