@@ -177,6 +177,28 @@ def test_gather_elements_long_rows_on_threads(layout):
     _same(fastops.gather_elements(data, idx, 0), expect)
 
 
+@pytest.mark.parametrize("dtype", ["int16", "float32", "float64"])
+def test_gather_elements_short_last_axis_rows(dtype, threads):
+    """Last-axis rows of at most 16 KiB (the next row's lines prefetched over this one's
+    steps, include/scatter.hpp SpreadLines): index rows of one span and of two (past
+    kGatherSpan, 4096), the data row exactly 16 KiB and just past it, 1-2 threads,
+    negative indices, against NumPy; a bad index late in a long row is named."""
+    rng = np.random.default_rng(57)
+    row = 16384 // np.dtype(dtype).itemsize
+    for n_axis, width in ((row, 500), (row, 5000), (row + 1, 300), (1000, 4097), (37, 9)):
+        data = rng.integers(-100, 100, (23, n_axis)).astype(dtype)
+        idx = rng.integers(-n_axis, n_axis, (23, width))
+        want = np.take_along_axis(data, idx % n_axis, 1)
+        for n in (1, 2):
+            with threads(n):
+                np.testing.assert_array_equal(fastops.gather_elements(data, idx, 1), want,
+                                              err_msg=f"{n_axis} {width}")
+    idx = np.zeros((5, 5000), np.int64)
+    idx[3, 4500] = row
+    with pytest.raises(IndexError, match=rf"indices\[3, 4500\] = {row}"):
+        fastops.gather_elements(np.zeros((5, row), dtype), idx, 1)
+
+
 def test_gather_elements_names_the_first_bad_index_whatever_the_threads():
     """Bad indices in several tasks: the error names the lowest position (row-major),
     not the one the fastest thread found first."""
