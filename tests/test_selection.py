@@ -112,6 +112,23 @@ def test_topk_rows_up_to_256_large_k(dtype):
             check_topk(x[:, ::-1], ks[0], -1, largest)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "float32", "int64", "uint64", "float64"])
+def test_topk_sorted_winners(dtype):
+    """The partition's k winners sorted (selection.hpp sort_index_ordered): by their
+    ranks up to kRankSortMax = 128 (ranked types), past it by (rank key, position)
+    sorts, 8-byte types by 64-bit rank keys in the partition too; k around 128 and the
+    radix sort's 192, rows long enough for the partition (no whole-row ranks), random,
+    tied and NaN / inf / -0.0 rows, both orders, against the reference."""
+    rng = np.random.default_rng(128)
+    for m, ks in ((600, (17, 64, 127, 128, 129)), (2000, (128, 191, 192, 300))):
+        x = np.concatenate([sample((4, m), dtype, rng), sample((4, m), dtype, rng, ties=True),
+                            sample((4, m), dtype, rng, ties=True, specials=True)])
+        for largest in (True, False):
+            ranked = ref.topk(x, m, -1, largest)
+            for k in ks:
+                check_topk(x, k, -1, largest, ranked=ranked)
+
+
 @pytest.mark.parametrize("dtype", ["uint32", "int32", "float32"])
 def test_topk_short_rows_lane_minima(dtype):
     """Contiguous rows of 4..128 values of 4 bytes with k <= 16 (k = 1 from 4, k > 1

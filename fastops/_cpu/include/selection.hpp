@@ -236,6 +236,11 @@ template <typename T>
 constexpr bool kKey32 =
     sizeof(T) <= 4 && (std::is_integral<T>::value || std::is_same<T, float>::value);
 
+// Types of 8 bytes that rank_key orders exactly in 64 bits.
+template <typename T>
+constexpr bool kKey64 =
+    sizeof(T) == 8 && (std::is_integral<T>::value || std::is_same<T, double>::value);
+
 struct KeyPos {
   uint64_t key, pos;
 };
@@ -244,18 +249,13 @@ struct KeyPos {
 template <typename T>
 struct SelectScratch {
   // candidates, their permuted copy, the sample: as PartKey<T, ...>::K
-  std::vector<std::conditional_t<kKey32<T>, uint32_t, T>> vals;
+  std::vector<std::conditional_t<kKey32<T>, uint32_t, std::conditional_t<kKey64<T>, uint64_t, T>>> vals;
   std::vector<int64_t> pos;   // the candidates' positions in the row
   std::vector<uint64_t> keys, keys2; // sort_index_ordered's packed keys (and radix copy)
   std::vector<KeyPos> pairs, pairs2;  // the same for 8-byte types
   std::vector<Entry<T>> tmp;
   std::vector<Entry<T>> group;  // select_k's group-threshold candidates
 };
-
-// Types of 8 bytes that rank_key orders exactly in 64 bits.
-template <typename T>
-constexpr bool kKey64 =
-    sizeof(T) == 8 && (std::is_integral<T>::value || std::is_same<T, double>::value);
 
 // An unsigned key U (32 bits for values of 4 bytes or fewer, 64 for 8) that orders as
 // Rank does, smaller first: NaN first for largest and last for smallest, -0.0 equal to
@@ -288,9 +288,11 @@ inline U rank_key(T v) {
 }
 
 
-// The partition path's order: for kKey32 types the uint32 rank key (integer compares,
-// no NaN tests), else the values with Rank's comparison.
-template <typename T, bool Largest, bool = kKey32<T>>
+// The partition path's order: the rank key (integer compares, no NaN tests), 32 bits
+// for kKey32 types and 64 for kKey64 ones (float64 rows of 200 k=100, C++ harness, one
+// thread, on the AMD Zen 1 VM, with the 64-bit keys in sort_index_ordered too: 103 -> 79
+// ms); else the values with Rank's comparison.
+template <typename T, bool Largest, bool = kKey32<T> || kKey64<T>>
 struct PartKey {
   using K = T;
   static inline K of(T v) { return v; }
@@ -298,8 +300,8 @@ struct PartKey {
 };
 template <typename T, bool Largest>
 struct PartKey<T, Largest, true> {
-  using K = uint32_t;
-  static inline K of(T v) { return rank_key<uint32_t, T, Largest>(v); }
+  using K = std::conditional_t<kKey32<T>, uint32_t, uint64_t>;
+  static inline K of(T v) { return rank_key<K, T, Largest>(v); }
   static inline bool less(K a, K b) { return a < b; }
 };
 
@@ -580,14 +582,37 @@ inline void radix_sort(std::vector<E>& v, std::vector<E>& tmp, KeyOf key) {
   if (src != v.data()) v.swap(tmp);
 }
 
-// Sort out[0:k], which is in ascending index order, best first.  For values of 4 bytes
-// or fewer, one sort of (key << 32 | position) integers, then a permutation: equal keys
-// keep their order, which is the index order (the Rank comparator on 16-byte entries
-// took 30% of topk 10000x1000 k=100, fastops/_bench/selection.py); from kRadixMin
-// winners a radix sort (k=250 0.82-0.86x std::sort, 1000 0.42, k=100-200 0.98-1.02).
-// 8-byte values from kRadixMin: (key, position) pairs radix sorted by the key.
+template <typename T>
+struct EntryArray {
+  const Entry<T>* e;
+  static constexpr int64_t offset = 0;  // (never contiguous: best_contiguous is not used)
+  inline T value(int64_t j) const { return e[j].v; }
+  inline Entry<T> operator()(int64_t j) const { return e[j]; }
+  inline const T* contiguous() const { return nullptr; }
+};
+
+// Sort out[0:k], which is in ascending index order, best first.  Up to kRankSortMax
+// winners of a ranked type: their ranks (select_by_rank; no branch to mispredict).  On
+// the AMD Zen 1 VM (AVX2), C++ harness, one thread, ns per value, std::sort / ranks:
+// float64 rows of 200 k=100 39.6 / 33.1, 1000 k=100 13.9 / 13.0; float32 1000 k=100 11.8
+// / 10.8; at k=300 the ranks lost (float64 10.3 / 12.3, float32 13.1 / 14.2).  Else, for
+// values of 4 bytes or fewer, one sort of (key << 32 | position) integers, then a
+// permutation: equal keys keep their order, which is the index order (the Rank
+// comparator on 16-byte entries took 30% of topk 10000x1000 k=100, fastops/_bench/
+// selection.py); from kRadixMin winners a radix sort (k=250 0.82-0.86x std::sort, 1000
+// 0.42, k=100-200 0.98-1.02).  8-byte values: (key, position) pairs, radix sorted by the
+// key from kRadixMin.
+constexpr int64_t kRankSortMax = 128;
+
 template <typename T, bool Largest>
 inline void sort_index_ordered(Entry<T>* out, int64_t k, SelectScratch<T>& s) {
+  if constexpr (kRanked<T>) {
+    if (k <= kRankSortMax) {
+      s.tmp.assign(out, out + k);
+      select_by_rank<T, Largest, kWideRankMax>(EntryArray<T>{s.tmp.data()}, k, k, true, out);
+      return;
+    }
+  }
   if constexpr (kKey32<T>) {
     if (k < (int64_t(1) << 32)) {  // (positions, and the radix sort's counts, in 32 bits)
       s.keys.resize(static_cast<size_t>(k));
@@ -601,16 +626,19 @@ inline void sort_index_ordered(Entry<T>* out, int64_t k, SelectScratch<T>& s) {
       return;
     }
   }
-  if constexpr (kKey64<T>) {  // (key, position) pairs, radix sorted by the key alone
-    if (k >= kRadixMin && k < (int64_t(1) << 32)) {
-      s.pairs.resize(static_cast<size_t>(k));
-      for (int64_t t = 0; t < k; ++t)
-        s.pairs[t] = KeyPos{rank_key<uint64_t, T, Largest>(out[t].v), static_cast<uint64_t>(t)};
+  if constexpr (kKey64<T>) {
+    s.pairs.resize(static_cast<size_t>(k));
+    for (int64_t t = 0; t < k; ++t)
+      s.pairs[t] = KeyPos{rank_key<uint64_t, T, Largest>(out[t].v), static_cast<uint64_t>(t)};
+    if (k >= kRadixMin && k < (int64_t(1) << 32))   // (the radix sort's counts: 32 bits)
       radix_sort<8>(s.pairs, s.pairs2, [](const KeyPos& e) { return e.key; });
-      s.tmp.assign(out, out + k);
-      for (int64_t t = 0; t < k; ++t) out[t] = s.tmp[s.pairs[t].pos];
-      return;
-    }
+    else
+      std::sort(s.pairs.begin(), s.pairs.end(), [](const KeyPos& a, const KeyPos& b) {
+        return a.key < b.key || (a.key == b.key && a.pos < b.pos);
+      });
+    s.tmp.assign(out, out + k);
+    for (int64_t t = 0; t < k; ++t) out[t] = s.tmp[s.pairs[t].pos];
+    return;
   }
   std::sort(out, out + k, Rank<T, Largest>());
 }
@@ -622,15 +650,6 @@ struct Candidates {
   const int64_t* pos;
   inline T value(int64_t t) const { return get.value(pos[t]); }
   inline Entry<T> operator()(int64_t t) const { return get(pos[t]); }
-};
-
-template <typename T>
-struct EntryArray {
-  const Entry<T>* e;
-  static constexpr int64_t offset = 0;  // (never contiguous: best_contiguous is not used)
-  inline T value(int64_t j) const { return e[j].v; }
-  inline Entry<T> operator()(int64_t j) const { return e[j]; }
-  inline const T* contiguous() const { return nullptr; }
 };
 
 // float32 rows of 2G to kGroupMax values and k <= G / 2: the k-th best of the G group
