@@ -241,6 +241,12 @@ template <typename T>
 constexpr bool kKey64 =
     sizeof(T) == 8 && (std::is_integral<T>::value || std::is_same<T, double>::value);
 
+// The partition path's key type (PartKey): the rank key of kKey32 and kKey64 types,
+// else the value itself.
+template <typename T>
+using PartKeyOf =
+    std::conditional_t<kKey32<T>, uint32_t, std::conditional_t<kKey64<T>, uint64_t, T>>;
+
 struct KeyPos {
   uint64_t key, pos;
 };
@@ -248,8 +254,8 @@ struct KeyPos {
 // The partition path's scratch, grown on demand and reused across rows.
 template <typename T>
 struct SelectScratch {
-  // candidates, their permuted copy, the sample: as PartKey<T, ...>::K
-  std::vector<std::conditional_t<kKey32<T>, uint32_t, std::conditional_t<kKey64<T>, uint64_t, T>>> vals;
+  // candidates, their permuted copy, the sample: as PartKey's keys
+  std::vector<PartKeyOf<T>> vals;
   std::vector<int64_t> pos;   // the candidates' positions in the row
   std::vector<uint64_t> keys, keys2; // sort_index_ordered's packed keys (and radix copy)
   std::vector<KeyPos> pairs, pairs2;  // the same for 8-byte types
@@ -300,7 +306,7 @@ struct PartKey {
 };
 template <typename T, bool Largest>
 struct PartKey<T, Largest, true> {
-  using K = std::conditional_t<kKey32<T>, uint32_t, uint64_t>;
+  using K = PartKeyOf<T>;
   static inline K of(T v) { return rank_key<K, T, Largest>(v); }
   static inline bool less(K a, K b) { return a < b; }
 };
