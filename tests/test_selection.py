@@ -129,6 +129,33 @@ def test_topk_sorted_winners(dtype):
                 check_topk(x, k, -1, largest, ranked=ranked)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "float32", "int64", "float64"])
+def test_topk_partition_select(dtype):
+    """The partition's k-th best key (selection.hpp kth_smallest_key: quickselect on a
+    branch-free three-way partition, median-of-three pivots, the last 16 keys by their
+    ranks, std::nth_element past 64 rounds): rows ordered to split the pivots badly
+    (sorted, reversed, organ pipe, sawtooth, the first pivot's keys the smallest), few distinct
+    values, all equal, with k on either side of the last 16 keys and at the row's ends,
+    rows too short for the sample (every value a candidate) and long enough for it, both
+    orders, against the reference."""
+    rng = np.random.default_rng(16)
+    for m in (200, 333, 1500):
+        base = np.arange(m)
+        pivots = [m // 4, m // 2, m - 1 - m // 4]   # the first pivot's keys the smallest
+        low = np.empty(m, np.int64)
+        low[pivots] = (0, 1, 2)
+        low[np.isin(base, pivots, invert=True)] = 3 + rng.permutation(m - 3)
+        orders = [base, base[::-1], np.minimum(base, m - 1 - base), base % 17, low,
+                  base // 7, np.zeros(m, np.int64), rng.permutation(m)]
+        x = np.stack([(o % 200 if dtype == "uint8" else o).astype(dtype) for o in orders])
+        x = np.concatenate([x, sample((4, m), dtype, rng, ties=True)])
+        for largest in (True, False):
+            ranked = ref.topk(x, m, -1, largest)
+            for k in sorted({2, 15, 16, 17, 33, m // 3, m // 2, m - 17, m - 1, m}):
+                check_topk(x, k, -1, largest, ranked=ranked)
+                check_topk(x, k, -1, largest, sorted=False, ranked=ranked)
+
+
 @pytest.mark.parametrize("dtype", ["uint32", "int32", "float32"])
 def test_topk_short_rows_lane_minima(dtype):
     """Contiguous rows of 4..128 values of 4 bytes with k <= 16 (k = 1 from 4, k > 1
