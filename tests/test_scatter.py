@@ -199,6 +199,39 @@ def test_gather_elements_short_last_axis_rows(dtype, threads):
         fastops.gather_elements(np.zeros((5, row), dtype), idx, 1)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "float32", "float64"])
+def test_gather_elements_short_rows_bits_and_bad_lanes(dtype, threads):
+    """The last axis with index rows shorter than kFlatRow (scatter.hpp gather_rows_avx2
+    on the x86-64-v3 build: 8 offsets per step, elements read by scalar loads, 4- and
+    8-byte ones put together in float vector registers): every bit pattern comes back
+    unchanged (signalling and quiet NaN payloads, -0.0, integers whose bits are NaNs),
+    and a bad index in any lane of a step is the one named, 1-2 threads."""
+    rng = np.random.default_rng(77)
+    item = np.dtype(dtype).itemsize
+    bits = rng.integers(0, 256, (3000, 40 * item), dtype=np.uint8)
+    special = {8: [0x7FF0000000000001, 0xFFF8000000000123, 0x8000000000000000,
+                   0x7FF4000000000000], 4: [0x7F800001, 0xFFC00123, 0x80000000, 0x7FA00000]}
+    data = bits.view(dtype)
+    if item in special:
+        u = data.view(f"u{item}")
+        u[:, :4] = np.array(special[item], f"u{item}")
+    idx = rng.integers(-40, 40, (3000, 5))
+    idx[::3, 0] = rng.integers(0, 4, 1000)    # the special patterns
+    want = np.take_along_axis(data, np.where(idx < 0, idx + 40, idx), 1)
+    for n in (1, 2):
+        with threads(n):
+            got = fastops.gather_elements(data, idx, 1)
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    for lane in range(8):
+        bad = idx.copy()
+        pos = 1600 + lane                      # a step of 8 from position 1600 (320 rows)
+        bad.flat[pos] = 40 if lane % 2 else -41
+        bad[2500, 1] = 99
+        r, c = divmod(pos, 5)
+        with pytest.raises(IndexError, match=rf"indices\[{r}, {c}\] = {bad.flat[pos]}"):
+            fastops.gather_elements(data, bad, 1)
+
+
 def test_gather_elements_names_the_first_bad_index_whatever_the_threads():
     """Bad indices in several tasks: the error names the lowest position (row-major),
     not the one the fastest thread found first."""
@@ -322,7 +355,7 @@ SHORT_ROWS = [((300, 80), (300, 5), 1), ((300, 80), (300, 1), 1), ((70, 40), (70
               ((1999, 40), (1999, 13), 1)]
 
 
-@pytest.mark.parametrize("dtype", ["int8", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["int8", "int16", "float32", "float64"])
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
 @pytest.mark.parametrize("layout", ["contiguous", "strided data"])
 def test_elements_short_rows(dtype, index_dtype, layout, threads):

@@ -764,7 +764,7 @@ constexpr int64_t kShortRow = int64_t(16) << 10;
 // Issued all at once (up to kShortRow / 64 = 256 prefetches) they overran the core's
 // outstanding misses on the AMD Zen 1 VM: 2000x2000 float32, idx 2000x500 axis 1, C++
 // harness, 2 threads, hot / caches flushed, ms: whole row 4.2 / 5.1, spread 2.3-2.6 /
-// 2.4-2.6 (AVX2 gathers; scalar loads 2.6-3.0 / 2.7-3.4, each element prefetched 32
+// 2.4-2.6 (AVX2 gathers, since replaced by load_at_offsets; each element prefetched 32
 // ahead instead 3.1 / 3.3, no prefetch 3.7-3.9 / 4.2-4.5).
 class SpreadLines {
  public:
@@ -822,10 +822,39 @@ inline int64_t gather_span(const T* base, const I* ir, T* orow, int64_t i0, int6
 }
 
 #if defined(__AVX2__)
+// dst[0:8] = base[off[0:8]] for two vectors of 4 offsets: scalar loads through the
+// offsets, not AVX2 gathers (vpgatherqd / vpgatherqq: microcoded on AMD Zen 1, and slowed
+// by Intel's gather-data-sampling fix), 4- and 8-byte elements put together in a vector
+// register and stored at once (a store per element stalled on misses: 1.0-1.2x the
+// vector).  AMD Zen 1 VM, C++ harness, one thread, in-process alternation, this / the
+// gathers: gather_elements float32 8400x80 idx 8400x5 axis 1 0.77, 20000x91 idx k=10
+// 0.63, float64 8400x40 0.71, 16800x80 0.86.  1- and 2-byte elements (no gather
+// instruction; gather_flat before) are stored one by one: 8400x80 uint8 0.49, int16 0.43.
+template <typename T>
+inline void load_at_offsets(const T* base, __m256i off0, __m256i off1, T* dst) {
+  alignas(32) int64_t o[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(o), off0);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(o + 4), off1);
+  if constexpr (sizeof(T) == 8) {
+    const double* b = reinterpret_cast<const double*>(base);
+    double* d = reinterpret_cast<double*>(dst);
+    _mm256_storeu_pd(d, _mm256_set_pd(b[o[3]], b[o[2]], b[o[1]], b[o[0]]));
+    _mm256_storeu_pd(d + 4, _mm256_set_pd(b[o[7]], b[o[6]], b[o[5]], b[o[4]]));
+  } else if constexpr (sizeof(T) == 4) {
+    const float* b = reinterpret_cast<const float*>(base);
+    _mm256_storeu_ps(reinterpret_cast<float*>(dst),
+                     _mm256_set_ps(b[o[7]], b[o[6]], b[o[5]], b[o[4]], b[o[3]], b[o[2]],
+                                   b[o[1]], b[o[0]]));
+  } else {
+    for (int l = 0; l < 8; ++l) dst[l] = base[o[l]];
+  }
+}
+
 // The x86-64-v3 build's unit-stride span for 4- and 8-byte elements: 8 indices checked
-// per step in vector registers and their elements fetched by AVX2 gathers (4 lanes of
-// 64-bit offsets each).  A step with a bad index goes through gather_span instead (it
-// writes 0 and reports the position).  The offsets v * s_axis + i are formed with a
+// per step in vector registers, their 64-bit offsets formed there and the elements read
+// through them (load_at_offsets; 1- and 2-byte elements lost on this path: uint8 1.1-1.6x
+// gather_span, 2000x2000 idx 500x2000 axis 0).  A step with a bad index goes through
+// gather_span instead (it writes 0 and reports the position).  The offsets v * s_axis + i are formed with a
 // 32x32 -> 64-bit multiply, so the caller passes only n_axis, s_axis < 2^31.
 // Each step prefetches the elements kGatherAhead ahead from their vector offsets
 // (without it, 16 MB of data: 3.6 -> 5.6 ns per element, one thread).
@@ -880,17 +909,7 @@ inline int64_t gather_span_avx2(const T* base, const I* ir, T* orow, int64_t i0,
                                                              Step, nullptr, n_axis));
       continue;
     }
-    if constexpr (sizeof(T) == 4) {
-      const int* b = reinterpret_cast<const int*>(base);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(orow + i), _mm256_i64gather_epi32(b, off0, 4));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(orow + i + 4),
-                       _mm256_i64gather_epi32(b, off1, 4));
-    } else {
-      const long long* b = reinterpret_cast<const long long*>(base);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(orow + i), _mm256_i64gather_epi64(b, off0, 8));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(orow + i + 4),
-                          _mm256_i64gather_epi64(b, off1, 8));
-    }
+    load_at_offsets(base, off0, off1, orow + i);
   }
   if (i < i1)
     first_bad = std::min(first_bad, gather_span<Step == 1>(base, ir, orow, i, i1, s_axis, Step,
@@ -1059,14 +1078,14 @@ int64_t gather_flat(const T* data, const I* idx, T* out, int64_t p0, int64_t p1,
 
 #if defined(__AVX2__)
 // gather_flat over the last-axis view (gather_elements: m 1, inner stride 0) of
-// contiguous rows of L < kFlatRow elements, 8 positions per step by AVX2 gathers: lane
+// contiguous rows of L < kFlatRow elements, 8 positions per step (load_at_offsets): lane
 // offsets outer + v * s_axis.  Positions repeat their rows' pattern every lcm(8, L)
 // positions (S = L / gcd(L, 8) steps, the rows moving on by 8 / gcd(L, 8)), so the lanes'
 // row offsets come from a table of S steps made per call.  (Each lane's place in its row,
 // advanced by 8 and wrapped into rows by a loop of compares per step, ran 0.026 ms
 // against torch.gather's 0.025: 8400x80 float32 idx 8400x5 axis 1, 2 threads, hot.)  A
 // step with a bad index goes through gather_flat.  n_axis and s_axis < 2^31 (32x32 ->
-// 64-bit multiplies), 4- and 8-byte elements.
+// 64-bit multiplies).
 template <typename T, typename I>
 int64_t gather_rows_avx2(const T* data, const I* idx, T* out, int64_t p0, int64_t p1,
                          int64_t L, int64_t s_outer, int64_t s_axis, int64_t n_axis) {
@@ -1101,17 +1120,8 @@ int64_t gather_rows_avx2(const T* data, const I* idx, T* out, int64_t p0, int64_
     if (!_mm256_testz_si256(bad, bad)) {
       first_bad = std::min(first_bad, gather_flat(data, idx, out, p, p + 8, 1, L, nullptr,
                                                   nullptr, s_outer, 0, s_axis, n_axis));
-    } else if constexpr (sizeof(T) == 4) {
-      const int* d = reinterpret_cast<const int*>(data);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + p), _mm256_i64gather_epi32(d, off[0], 4));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + p + 4),
-                       _mm256_i64gather_epi32(d, off[1], 4));
     } else {
-      const long long* d = reinterpret_cast<const long long*>(data);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p),
-                          _mm256_i64gather_epi64(d, off[0], 8));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p + 4),
-                          _mm256_i64gather_epi64(d, off[1], 8));
+      load_at_offsets(data, off[0], off[1], out + p);
     }
     if (++k == S) {
       k = 0;
@@ -1149,12 +1159,10 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
     FirstBad bad(std::max<int64_t>((count + grain - 1) / grain, 1));
     parallel_for(count, grain, nt, [&](int64_t p0, int64_t p1, int) {
 #if defined(__AVX2__)
-      if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-        if (rows_view) {
-          bad.note(p0 / grain, gather_rows_avx2(data, idx, out, p0, p1, In, s_outer, s_axis,
-                                                n_axis));
-          return;
-        }
+      if (rows_view) {
+        bad.note(p0 / grain, gather_rows_avx2(data, idx, out, p0, p1, In, s_outer, s_axis,
+                                              n_axis));
+        return;
       }
 #endif
       (void)rows_view;
