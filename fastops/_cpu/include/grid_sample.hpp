@@ -828,7 +828,7 @@ struct Avx2Lanes {
   // is src[o] where m, else +0, by scalar loads (an outside lane's offset zeroed, its
   // value masked off), not vgatherdps (microcoded on AMD Zen 1; scatter.hpp
   // load_at_offsets).  AMD Zen 1 VM, old / new module in one process, 2 threads: 8x3x
-  // 256x256 grid U(-1.5, 1.5) 0.76-0.81.
+  // 256x256 grid U(-1.5, 1.5) 0.70-0.81.
   struct Taps {
     alignas(32) int32_t r[8];
     M m;

@@ -854,8 +854,9 @@ inline void load_at_offsets(const T* base, __m256i off0, __m256i off1, T* dst) {
 // per step in vector registers, their 64-bit offsets formed there and the elements read
 // through them (load_at_offsets; 1- and 2-byte elements lost on this path: uint8 1.1-1.6x
 // gather_span, 2000x2000 idx 500x2000 axis 0).  A step with a bad index goes through
-// gather_span instead (it writes 0 and reports the position).  The offsets v * s_axis + i are formed with a
-// 32x32 -> 64-bit multiply, so the caller passes only n_axis, s_axis < 2^31.
+// gather_span instead (it writes 0 and reports the position).  The offsets v * s_axis + i
+// are formed with a 32x32 -> 64-bit multiply, so the caller passes only n_axis, s_axis <
+// 2^31.
 // Each step prefetches the elements kGatherAhead ahead from their vector offsets
 // (without it, 16 MB of data: 3.6 -> 5.6 ns per element, one thread).
 // gather_elements 2000x2000 float32 idx 500x2000 axis 0, scripts/simd_ab.py, AVX2 /

@@ -963,6 +963,15 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
   K* cand = scratch.vals.data();  // [0, m): candidates' keys in index order
   K* work = cand + m;             // [m, 3m): their copy and kth_smallest_key's other buffer
   auto less = [](K a, K b) { return PK::less(a, b); };
+  // the q-th smallest of the keys a[0:n] (tmp: the other buffer, n keys)
+  auto kth_of = [&](K* a, K* tmp, int64_t n, int64_t q) {
+    if constexpr (std::is_unsigned<K>::value) {
+      return kth_smallest_key(a, tmp, n, q);
+    } else {
+      std::nth_element(a, a + q, a + n, less);
+      return a[q];
+    }
+  };
   int64_t c = 0;
   if (n_sample) {
     if (static_cast<int64_t>(scratch.pos.size()) < m) scratch.pos.resize(m);
@@ -972,13 +981,7 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     const double expect = static_cast<double>(k) * n_sample / m;
     const int64_t q = static_cast<int64_t>(expect + 3 * std::sqrt(expect) + 3);
     if (q < n_sample) {
-      K thr;
-      if constexpr (std::is_unsigned<K>::value) {
-        thr = kth_smallest_key(sample, work, n_sample, q);
-      } else {
-        std::nth_element(sample, sample + q, sample + n_sample, less);
-        thr = sample[q];
-      }
+      const K thr = kth_of(sample, work, n_sample, q);
       for (int64_t j = 0; j < m; ++j) {
         const K v = PK::of(get.value(j));
         cand[c] = v;
@@ -1000,13 +1003,7 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     c = m;
   }
   std::copy(cand, cand + c, work);
-  K kth;
-  if constexpr (std::is_unsigned<K>::value) {
-    kth = kth_smallest_key(work, work + c, c, k - 1);
-  } else {
-    std::nth_element(work, work + (k - 1), work + c, less);
-    kth = work[k - 1];
-  }
+  const K kth = kth_of(work, work + c, c, k - 1);
   int64_t ties = k;  // the ties of kth that fit: k minus the values better than it
   for (int64_t t = 0; t < c; ++t) ties -= PK::less(cand[t], kth);
   // Keep, in index order, the values better than kth and its first `ties` ties; branch
