@@ -1166,3 +1166,24 @@ def test_int32_and_int64_indices_agree(xp):
     _same(a, to_numpy(b))
     small = fastops.gather_nd(xp.asarray(data), xp.asarray(idx[:, :1].astype(np.int16)))
     _same(small, data[idx[:, 0]])
+
+
+@pytest.mark.parametrize("dtype,reduction", [("float32", 0), ("int64", 0), ("int32", 5),
+                                             ("float64", 6), ("uint8", 9)])
+def test_kernels_refuse_pairs_they_do_not_compile(dtype, reduction):
+    """The scatter kernels compile only the (element type, reduction) pairs that
+    fastops.scatter sends: "none" as an unsigned word, the float16 max/min tie rule
+    (codes 5, 6) as float32.  Any other pair raises instead of returning untouched data,
+    so a Python layer that starts sending one fails here and in the every-dtype tests."""
+    from fastops import _dispatch
+    k = importlib.import_module(_dispatch.cpu_module("scatter"))
+    data = np.arange(6, dtype=dtype)
+    out = data.copy()
+    idx = np.array([1, 2], dtype=np.int64)
+    upd = np.ones(2, dtype=dtype)
+    with pytest.raises(ValueError, match="reduction"):
+        k.scatter_elements(data, out, idx, upd, 1, 2, 1, None, None, 6, 1, 1, 6, reduction, 1)
+    with pytest.raises(ValueError, match="reduction"):
+        k.scatter_nd(data, out, idx.reshape(2), 2, 1, np.array([6], np.int64), upd, 1,
+                     reduction, 1)
+    np.testing.assert_array_equal(data, np.arange(6, dtype=dtype))

@@ -8,7 +8,7 @@ cimport numpy as cnp
 
 from fastops._cpu._fast cimport (index_type, kPoolMinBytes, moves_bits, plain_any, plain_axis,
                                  prod, reduction_code, same_dims, shape_of, small_output)
-from fastops._cpu._types cimport real
+from fastops._cpu._types cimport real, uword
 
 from fastops._cpu import _pool
 from fastops._threads import get_num_threads
@@ -84,9 +84,10 @@ def scatter_elements(data, real[::1] out, const index_t[::1] idx, const real[::1
 def gather_elements(data, const index_t[::1] idx, int64_t O, int64_t m, int64_t In,
                     const int64_t[::1] outer_off, const int64_t[::1] inner_off,
                     int64_t s_outer, int64_t s_inner, int64_t s_axis, int64_t n_axis,
-                    real[::1] out, int nthreads):
-    """data: any strides (offsets in elements); out: C-contiguous, same size as idx."""
-    cdef const real* dp = <const real*>_addr(data)
+                    uword[::1] out, int nthreads):
+    """data: any strides (offsets in elements); out: C-contiguous, same size as idx.
+    Gathers move bits: data and out are unsigned words of the element's size."""
+    cdef const uword* dp = <const uword*>_addr(data)
     cdef const int64_t* oo = _table(outer_off)
     cdef const int64_t* io = _table(inner_off)
     cdef int64_t r
@@ -118,10 +119,10 @@ def scatter_nd(data, real[::1] out, const index_t[::1] idx, int64_t N, int k,
 
 
 def gather_nd(data, const index_t[::1] idx, int64_t N, int k, const int64_t[::1] dims,
-              int64_t per_batch, int64_t batch_rows, int64_t S, real[::1] out, int nthreads):
-    """data: C-contiguous rows of S elements; out: (N, S) C-contiguous."""
-    cdef const real* dp = <const real*>_addr(data)
-    cdef real* op = &out[0] if out.shape[0] else NULL
+              int64_t per_batch, int64_t batch_rows, int64_t S, uword[::1] out, int nthreads):
+    """data: C-contiguous rows of S elements; out: (N, S) C-contiguous; unsigned words."""
+    cdef const uword* dp = <const uword*>_addr(data)
+    cdef uword* op = &out[0] if out.shape[0] else NULL
     cdef const int64_t* dm = &dims[0] if dims.shape[0] else NULL
     cdef const index_t* ip = &idx[0] if idx.shape[0] else NULL
     cdef int64_t r

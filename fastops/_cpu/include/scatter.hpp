@@ -29,6 +29,7 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -85,18 +86,40 @@ inline T reduce_op(T o, T u) {
   }
 }
 
+// The (element type, reduction) pairs fastops.scatter sends (_kernel_types): "none" moves
+// bits, so it comes as an unsigned word; the float16 tie rule comes as float32.  Only
+// these are compiled: every other pair repeated a hot loop that nothing calls, a third
+// of this family's instantiations (and of its build, the longest of the package).
+template <typename T, int Red>
+constexpr bool reduction_sent() {
+  if constexpr (Red == kRedNone)
+    return std::is_unsigned<T>::value;
+  else if constexpr (Red == kRedMaxKeep || Red == kRedMinKeep)
+    return std::is_same<T, float>::value;
+  else
+    return true;
+}
+
 // Calls f(std::integral_constant<int, Red>{}) for the runtime reduction code, so each
-// reduction gets its own instantiation of the hot loop.
-template <typename F>
+// reduction gets its own instantiation of the hot loop; std::invalid_argument (ValueError
+// through Cython's `except +`) for a code or a pair that reduction_sent leaves out.
+template <typename T, typename F>
 inline void with_reduction(int reduction, F&& f) {
+  auto call = [&](auto red) {
+    if constexpr (reduction_sent<T, decltype(red)::value>())
+      f(red);
+    else
+      throw std::invalid_argument("scatter kernel: reduction not compiled for this element type");
+  };
   switch (reduction) {
-    case kRedAdd: f(std::integral_constant<int, kRedAdd>{}); break;
-    case kRedMul: f(std::integral_constant<int, kRedMul>{}); break;
-    case kRedMax: f(std::integral_constant<int, kRedMax>{}); break;
-    case kRedMin: f(std::integral_constant<int, kRedMin>{}); break;
-    case kRedMaxKeep: f(std::integral_constant<int, kRedMaxKeep>{}); break;
-    case kRedMinKeep: f(std::integral_constant<int, kRedMinKeep>{}); break;
-    default: f(std::integral_constant<int, kRedNone>{});
+    case kRedNone: call(std::integral_constant<int, kRedNone>{}); break;
+    case kRedAdd: call(std::integral_constant<int, kRedAdd>{}); break;
+    case kRedMul: call(std::integral_constant<int, kRedMul>{}); break;
+    case kRedMax: call(std::integral_constant<int, kRedMax>{}); break;
+    case kRedMin: call(std::integral_constant<int, kRedMin>{}); break;
+    case kRedMaxKeep: call(std::integral_constant<int, kRedMaxKeep>{}); break;
+    case kRedMinKeep: call(std::integral_constant<int, kRedMinKeep>{}); break;
+    default: throw std::invalid_argument("scatter kernel: unknown reduction code");
   }
 }
 
@@ -720,7 +743,7 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
     if (bad.first() != kNoBad) return bad.first();
   }
   int64_t first_bad = kNoBad;
-  with_reduction(reduction, [&](auto red) {
+  with_reduction<T>(reduction, [&](auto red) {
     constexpr int Red = decltype(red)::value;
     if (w > 0)
       first_bad = scatter_elements_tiles<T, I, Red>(data, out, idx, upd, O, m, In, n_axis, w, nt);
@@ -1397,7 +1420,7 @@ int64_t scatter_nd(const T* data, T* out, int64_t out_size, const I* idx, int64_
   // scatter_elements, the rows copied through L2 scratch and streamed out, lost to the
   // copy pass, then glibc's memcpy: 6.5-7.6 ms for 256 KiB tiles, 7.3-9.4 for 8-64 KiB.)
   ThreadScratch<uint64_t> marks(last_only ? (out_size / S + 63) / 64 : 0, last_only ? nt : 0);
-  with_reduction(reduction, [&](auto red) {
+  with_reduction<T>(reduction, [&](auto red) {
     constexpr int Red = decltype(red)::value;
     parallel_parts(nt, [&](int64_t t) {
       if (owners) {
