@@ -1176,7 +1176,7 @@ def test_kernels_refuse_pairs_they_do_not_compile(dtype, reduction):
     (codes 5, 6) as float32.  Any other pair raises instead of returning untouched data,
     so a Python layer that starts sending one fails here and in the every-dtype tests."""
     from fastops import _dispatch
-    k = importlib.import_module(_dispatch.cpu_module("scatter"))
+    k = _dispatch.kernel_module("cpu", "scatter")
     data = np.arange(6, dtype=dtype)
     out = data.copy()
     idx = np.array([1, 2], dtype=np.int64)
