@@ -13,9 +13,10 @@ rm -rf "$DIR"
 mkdir -p "$DIR"
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$DIR"
 cd "$DIR"
-# setuptools >= 77 reads pyproject's SPDX license string (a fresh venv may carry an older one)
-python -c "import Cython, setuptools; assert int(setuptools.__version__.split('.')[0]) >= 77" \
-  2>/dev/null || \
-  python -m pip install -q "Cython>=3.0" "setuptools>=77" wheel
+# setuptools >= 77 reads pyproject's SPDX license string (a fresh venv may carry an older
+# one); Cython >= 3.2.1 builds the shared utility module (setup.py) without its import bug
+python -c "import Cython, setuptools; assert int(setuptools.__version__.split('.')[0]) >= 77
+assert tuple(map(int, Cython.__version__.split('.')[:3])) >= (3, 2, 1)" 2>/dev/null || \
+  python -m pip install -q "Cython>=3.2.1" "setuptools>=77" wheel
 env "$@" python setup.py -q build_ext --inplace -j 2 > build.log 2>&1 || {
   tail -50 build.log; exit 1; }
