@@ -76,6 +76,13 @@ def copy_bandwidth(nbytes=256 << 20, repeats=5):
 SETTLE_S = 0.02
 
 
+# bench --quick times a call that takes longer than this once instead of three times: a
+# slow peer's ratio needs no precision, and the NumPy, cv2 and torch calls of 0.1-1 s
+# (batched_nms, topk uint8, cummax along axis 0) took over a quarter of its time (67 s,
+# 48 s since, on the 2-core Zen 1 VM with torch installed).
+QUICK_ONCE_OVER_S = 0.1
+
+
 # --hot: untimed calls right before each timed one (its threads awake, its data cached),
 # at least HOT_WARMUP of them and for at least HOT_WARMUP_S.  Three calls were not
 # enough: cv2's resize, called after fastops, needed about 20 to reach its loop speed
@@ -102,7 +109,7 @@ def _warm_up(fn, calls):
         fn()
 
 
-def measure(wl, impls, repeats, missing, hot=False):
+def measure(wl, impls, repeats, missing, hot=False, once_over_s=None):
     """Median seconds per impl; repeats are interleaved so drift hits every impl alike,
     and the order rotates each repeat so that no impl always runs right after the same
     other one (on the 2-vCPU VM a call's speed depended on its predecessor: cv2's
@@ -120,13 +127,16 @@ def measure(wl, impls, repeats, missing, hot=False):
     in blocks, 0.54-0.56 in turns after 3 warm-up calls).
 
     An impl whose library is not installed is added to ``missing`` (name -> module); one
-    that has no such op is simply absent from the result."""
+    that has no such op is simply absent from the result.  ``once_over_s``: an impl whose
+    warm-up call took longer is timed once, not ``repeats`` times (``bench --quick``)."""
     from fastops._bench.peers import PeerMissing
-    fns = {}
+    fns, first_s = {}, {}
     for impl in impls:
         try:
             fn = wl.prepare(impl)
+            t = time.perf_counter()
             fn()          # warm-up; a peer may only refuse here (torch CUDA: no uint8 bilinear)
+            first_s[impl] = time.perf_counter() - t
         except PeerMissing as exc:
             missing[impl] = exc.module
             continue
@@ -140,6 +150,8 @@ def measure(wl, impls, repeats, missing, hot=False):
     order = list(fns)
     for r in range(repeats):
         for impl in order[r % len(order):] + order[:r % len(order)]:
+            if r and once_over_s is not None and first_s[impl] > once_over_s:
+                continue
             time.sleep(SETTLE_S)
             _warm_up(fns[impl], warmup)
             times[impl].append(_seconds_per_call(fns[impl], wl.calls))
@@ -160,8 +172,8 @@ def bench(argv):
     from fastops._bench.peers import PIP_NAMES
     p = argparse.ArgumentParser(prog="python -m fastops bench",
                                 description="fastops against the peers installed here")
-    p.add_argument("--quick", action="store_true", help="fewer repeats, skip the largest "
-                   "workloads (under a minute)")
+    p.add_argument("--quick", action="store_true", help="fewer repeats (one of a call "
+                   "over 0.1 s), skip the largest workloads (about a minute)")
     p.add_argument("--ops", help="comma-separated op names (topk,cummax,nonzero,...)")
     p.add_argument("--repeat", type=int, help="timed repeats per implementation (>= 1)")
     p.add_argument("--device", choices=("cpu", "gpu", "all"), default="all",
@@ -186,8 +198,10 @@ def bench(argv):
                 if not (ops and wl.op not in ops) and not (args.quick and not wl.quick)]
     bw = copy_bandwidth()
     mode = "back to back (--hot)" if args.hot else "each after a pause"
+    once = f" (one of a call over {QUICK_ONCE_OVER_S} s)" if args.quick else ""
     print(f"fastops {fastops.__version__}, {fastops.get_num_threads()} threads, "
-          f"copy bandwidth {bw / 1e9:.1f} GB/s, median of {repeats} calls {mode}, in ms")
+          f"copy bandwidth {bw / 1e9:.1f} GB/s, median of {repeats} calls{once} {mode}, "
+          "in ms")
     print(LEGEND)
     width = max([len(w.name) for w in selected] + [20]) + 2
     rows, missing = [], {}
@@ -195,7 +209,8 @@ def bench(argv):
         for device, impls in (("cpu", CPU_IMPLS), ("gpu", GPU_IMPLS)):
             if (device == "gpu" and not gpu) or args.device not in ("all", device):
                 continue
-            med = measure(wl, impls, repeats, missing, hot=args.hot)
+            med = measure(wl, impls, repeats, missing, hot=args.hot,
+                          once_over_s=QUICK_ONCE_OVER_S if args.quick else None)
             if not med:
                 continue
             mine = med.get(impls[0])

@@ -252,14 +252,16 @@ def test_bench_cli_validates_options():
         assert out.returncode == 2 and msg in out.stderr, out.stderr
 
 
+# The CLI tests run instance_norm: its one quick workload has no slow NumPy peer (cummin's
+# two took 10 and 25 s of CI, most of it in np.minimum.accumulate along axis 0).
 def test_bench_cli_explains_its_table():
-    out = subprocess.run([sys.executable, "-m", "fastops", "bench", "--ops", "cummin",
+    out = subprocess.run([sys.executable, "-m", "fastops", "bench", "--ops", "instance_norm",
                           "--repeat", "1", "--quick", "--device", "cpu"],
                          capture_output=True, text=True, check=True)
     text = out.stdout
     assert "ratio = fastops / best peer: below 1 fastops is faster" in text
     assert "floor: the memory-bandwidth bound" in text
-    rows = [line for line in text.splitlines() if line.startswith("cummin")]
+    rows = [line for line in text.splitlines() if line.startswith("instance_norm")]
     assert rows and len({len(r) for r in rows}) == 1          # aligned columns
     header = [line for line in text.splitlines() if line.startswith("workload (cpu)")][0]
     assert len(header) == len(rows[0])
@@ -271,9 +273,10 @@ def test_bench_cli_hot_mode():
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "hot.json")
-        out = subprocess.run([sys.executable, "-m", "fastops", "bench", "--ops", "cummin",
-                              "--repeat", "2", "--quick", "--device", "cpu", "--hot",
-                              "--json", path], capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, "-m", "fastops", "bench", "--ops",
+                              "instance_norm", "--repeat", "2", "--quick", "--device", "cpu",
+                              "--hot", "--json", path], capture_output=True, text=True,
+                             check=True)
         assert "back to back (--hot)" in out.stdout.splitlines()[0]
         data = json.load(open(path))
     assert data["hot"] is True and data["rows"]
@@ -307,6 +310,33 @@ def test_bench_hot_mode_interleaves_and_warms_each_timed_call(monkeypatch):
     firsts = [b[0] for b in blocks]
     assert firsts.count("fastops") == firsts.count("numpy") == repeats
     assert set(firsts[:repeats]) == {"fastops", "numpy"}        # turns, not one block each
+
+
+def test_bench_quick_times_a_slow_call_once(monkeypatch):
+    """bench --quick (once_over_s): an impl whose warm-up call took longer is timed
+    once, the others every repeat; without once_over_s every impl is timed every repeat."""
+    import time
+    import fastops.__main__ as cli
+    monkeypatch.setattr(cli, "SETTLE_S", 0.0)
+    log = []
+
+    class SlowAndFast:
+        hot_ok = True
+        calls = 1
+
+        def prepare(self, impl):
+            def call():
+                log.append(impl)
+                if impl == "numpy":
+                    time.sleep(0.03)
+            return call
+
+    for once_over_s, numpy_calls in ((0.01, 1 + 1), (None, 1 + 3)):
+        log.clear()
+        res = cli.measure(SlowAndFast(), ("fastops", "numpy"), 3, {},
+                          once_over_s=once_over_s)
+        assert res["numpy"] >= 0.03 and set(res) == {"fastops", "numpy"}
+        assert log.count("numpy") == numpy_calls and log.count("fastops") == 1 + 3
 
 
 def test_bench_hot_warm_up_lasts_its_time():
