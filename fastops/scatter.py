@@ -45,11 +45,13 @@ def _kernel_types(dtype, red):
     """(kernel element dtype, compute dtype, kernel reduction) for one call.
 
     compute dtype is what the data is converted to before the kernel (float16 ->
-    float32 for reductions); the kernel dtype is a view of it (words for bit moves).
+    float32 for reductions); the kernel dtype is a view of it: unsigned words for bit
+    moves and for integer add/mul, which wrap around to the same bits signed or not
+    (so the CPU kernels compile those reductions for unsigned words only).
     """
     dtype = np.dtype(dtype)
-    if red == 0:
-        return np.dtype(_WORD[dtype.itemsize]), dtype, 0
+    if red == 0 or (red in (1, 2) and dtype.kind in "iu"):
+        return np.dtype(_WORD[dtype.itemsize]), dtype, red
     if dtype.kind == "b":   # 0/1 bytes: or = max, and = min
         return np.dtype(np.uint8), dtype, {1: 3, 2: 4, 3: 3, 4: 4}[red]
     if dtype == np.float16:   # float32 arithmetic, NumPy's float16 tie rule for max/min

@@ -87,13 +87,17 @@ inline T reduce_op(T o, T u) {
 }
 
 // The (element type, reduction) pairs fastops.scatter sends (_kernel_types): "none" moves
-// bits, so it comes as an unsigned word; the float16 tie rule comes as float32.  Only
-// these are compiled: every other pair repeated a hot loop that nothing calls, a third
-// of this family's instantiations (and of its build, the longest of the package).
+// bits, so it comes as an unsigned word, and so do integer add/mul (they wrap around to
+// the same bits signed or not); the float16 tie rule comes as float32.  Only these are
+// compiled: every other pair repeated a hot loop that nothing calls, a third of this
+// family's instantiations (and of its build, the longest of the package), and the
+// signed add/mul pairs a sixth of the rest.
 template <typename T, int Red>
 constexpr bool reduction_sent() {
   if constexpr (Red == kRedNone)
     return std::is_unsigned<T>::value;
+  else if constexpr (Red == kRedAdd || Red == kRedMul)
+    return !std::is_integral<T>::value || std::is_unsigned<T>::value;
   else if constexpr (Red == kRedMaxKeep || Red == kRedMinKeep)
     return std::is_same<T, float>::value;
   else
@@ -1551,9 +1555,12 @@ int64_t gather_nd(const T* data, const I* idx, int64_t N, int k, const int64_t* 
 // kFastUnsupported with nothing done when visit_* leaves a type to the general path.
 constexpr int64_t kFastUnsupported = -2;
 
+// The kernel's element type for a dtype and reduction, as _kernel_types picks it.
 template <typename F>
 inline void visit_elements(int typenum, int itemsize, int reduction, F&& f) {
-  if (reduction == kRedNone)
+  bool integer = false;
+  visit_real(typenum, [&](auto t) { integer = std::is_integral_v<decltype(t)>; });
+  if (reduction == kRedNone || (integer && (reduction == kRedAdd || reduction == kRedMul)))
     visit_word(itemsize, f);
   else
     visit_real(typenum, f);
