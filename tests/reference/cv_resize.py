@@ -237,7 +237,9 @@ def area_fast(img, dh, dw, iscale_x, iscale_y):
     (a + b + c + d + 2) >> 2; other full cells: saturate(sum * (1.f / area)) (sum in
     int for uint8, float32 for 16-bit and float32, float64 for float64; float32 2x2 cells of
     1-channel images in groups of 4 and 4-channel ones: ((a + b) + (c + d)) * 0.25f);
-    cells cut by the border: saturate((float)sum / count), in float32 for every type."""
+    cells cut by the border: saturate((float)sum / count), in float32 for every type.
+    The full cells are computed all at once, each with the same float operations in the
+    same order as one cell at a time (the suite's slowest reference otherwise)."""
     h, w, C = img.shape
     dt = img.dtype
     area = iscale_x * iscale_y
@@ -245,59 +247,61 @@ def area_fast(img, dh, dw, iscale_x, iscale_y):
     scale = f32(1.0) / f32(area)
     fast2 = iscale_x == 2 and iscale_y == 2 and C in (1, 3, 4)
     out = np.zeros((dh, dw, C), dt)
-    full_w = w // iscale_x                      # dwidth1 / cn
-    simd_w = (full_w // 4) * 4
-    for dy in range(dh):
+    simd_w = ((w // iscale_x) // 4) * 4         # (dwidth1 / cn) rounded down to 4
+    full_w, full_h = min(w // iscale_x, dw), min(h // iscale_y, dh)
+    # cells[i, j, k] = the k-th value of cell (i, j) in (row, column) order
+    cells = (img[:full_h * iscale_y, :full_w * iscale_x]
+             .reshape(full_h, iscale_y, full_w, iscale_x, C)
+             .transpose(0, 2, 1, 3, 4).reshape(full_h, full_w, area, C))
+    if fast2 and dt.kind in "iu":
+        s = cells.astype(np.int64).sum(axis=2)
+        full = ((s + 2) >> 2).astype(dt)
+    else:
+        # sum += S[ofs[k]] over the cell in (row, column) order, 4 at a time
+        flat = cells.astype(wt)
+        s = np.zeros((full_h, full_w, C), wt)
+        k = 0
+        while k <= area - 4:
+            s = s + (((flat[:, :, k] + flat[:, :, k + 1]) + flat[:, :, k + 2]) + flat[:, :, k + 3])
+            k += 4
+        while k < area:
+            s = s + flat[:, :, k]
+            k += 1
+        if wt == np.int64:
+            v = s.astype(np.float32) * scale
+        elif wt == np.float64:
+            v = s * np.float64(scale)
+        else:
+            v = s * scale
+        full = saturate(v, dt)
+        if fast2 and dt == np.float32 and C in (1, 4):
+            # ResizeAreaFastVec_SIMD_32f: ((r0[0] + r0[1]) + (r1[0] + r1[1])) * 0.25
+            # (C = 1: groups of 4 outputs; the rest took the scalar sum above)
+            c = cells.astype(np.float32)
+            vec = ((c[:, :, 0] + c[:, :, 1]) + (c[:, :, 2] + c[:, :, 3])) * f32(0.25)
+            cols = slice(None) if C == 4 else slice(0, simd_w)
+            full[:, cols] = vec[:, cols]
+    out[:full_h, :full_w] = full
+    for dy in range(dh):                        # the cells cut by the border
         sy0 = dy * iscale_y
         if sy0 >= h:
             continue
-        full_row = sy0 + iscale_y <= h
-        for dx in range(dw):
+        for dx in range(full_w if dy < full_h else 0, dw):
             sx0 = dx * iscale_x
-            if full_row and dx < full_w:
-                cell = img[sy0:sy0 + iscale_y, sx0:sx0 + iscale_x]
-                if fast2 and dt.kind in "iu":
-                    s = cell.astype(np.int64).sum(axis=(0, 1))
-                    out[dy, dx] = ((s + 2) >> 2).astype(dt)
-                elif fast2 and dt == np.float32 and (C == 4 or (C == 1 and dx < simd_w)):
-                    # ResizeAreaFastVec_SIMD_32f: ((r0[0] + r0[1]) + (r1[0] + r1[1])) * 0.25
-                    # (C = 1: groups of 4 outputs; the rest takes the scalar sum below)
-                    c = cell.astype(np.float32)
-                    s = (c[0, 0] + c[0, 1]) + (c[1, 0] + c[1, 1])
-                    out[dy, dx] = s * f32(0.25)
-                else:
-                    # sum += S[ofs[k]] over the cell in (row, column) order, 4 at a time
-                    flat = cell.reshape(area, C).astype(wt)
-                    s = np.zeros(C, wt)
-                    k = 0
-                    while k <= area - 4:
-                        s = s + (((flat[k] + flat[k + 1]) + flat[k + 2]) + flat[k + 3])
-                        k += 4
-                    while k < area:
-                        s = s + flat[k]
-                        k += 1
-                    if wt == np.int64:
-                        v = s.astype(np.float32) * scale
-                    elif wt == np.float64:
-                        v = s * np.float64(scale)
-                    else:
-                        v = s * scale
-                    out[dy, dx] = saturate(v, dt)
-            else:
-                s = np.zeros(C, wt)
-                count = 0
-                for sy in range(iscale_y):
-                    if sy0 + sy >= h:
+            s = np.zeros(C, wt)
+            count = 0
+            for sy in range(iscale_y):
+                if sy0 + sy >= h:
+                    break
+                for sx in range(iscale_x):
+                    if sx0 + sx >= w:
                         break
-                    for sx in range(iscale_x):
-                        if sx0 + sx >= w:
-                            break
-                        s = s + img[sy0 + sy, sx0 + sx].astype(wt)
-                        count += 1
-                if count == 0:
-                    continue
-                v = s.astype(np.float32) / f32(count)    # (float)sum / count, any type
-                out[dy, dx] = saturate(v, dt)
+                    s = s + img[sy0 + sy, sx0 + sx].astype(wt)
+                    count += 1
+            if count == 0:
+                continue
+            v = s.astype(np.float32) / f32(count)    # (float)sum / count, any type
+            out[dy, dx] = saturate(v, dt)
     return out
 
 
@@ -320,25 +324,43 @@ def area_tab(n_in, n_out, scale):
     return tab
 
 
+def _tab_rounds(tab):
+    """area_tab's entries in rounds: round k holds the k-th entry of every output that
+    has one, as (dst, src, alpha) arrays, so that adding round after round sums each
+    output's terms in the table's order (as resizeArea_ does, one entry at a time)."""
+    per = {}
+    for d, si, alpha in tab:
+        per.setdefault(d, []).append((si, alpha))
+    rounds, k = [], 0
+    while True:
+        items = [(d, e[k][0], e[k][1]) for d, e in per.items() if len(e) > k]
+        if not items:
+            return rounds
+        d, si, alpha = zip(*items)
+        rounds.append((np.array(d), np.array(si), np.array(alpha, np.float32)))
+        k += 1
+
+
 def area_general(img, dh, dw, inv_sx, inv_sy):
     """resizeArea_: buf[dx] += S[si] * alpha per source row, sum = beta * buf (+= for
     the next rows of the same output row), saturate_cast at the end (float32; float64
-    for float64 data)."""
+    for float64 data).  Every source row's buf at once (_tab_rounds), the same float
+    operations in the same order as one entry at a time."""
     h, w, C = img.shape
     wt = np.float64 if img.dtype == np.float64 else np.float32
     xtab = area_tab(w, dw, 1.0 / inv_sx)
     ytab = area_tab(h, dh, 1.0 / inv_sy)
     out = np.empty((dh, dw, C), img.dtype)
     src = img.astype(wt)
+    buf = np.zeros((h, dw, C), wt)
+    for dx, sx, alpha in _tab_rounds(xtab):
+        buf[:, dx] = buf[:, dx] + src[:, sx] * alpha.astype(wt)[None, :, None]
     rows = {}
     for dy, sy, beta in ytab:
-        buf = np.zeros((dw, C), wt)
-        for dx, sx, alpha in xtab:
-            buf[dx] = buf[dx] + src[sy, sx] * wt(alpha)
         if dy not in rows:
-            rows[dy] = wt(0) + wt(beta) * buf
+            rows[dy] = wt(0) + wt(beta) * buf[sy]
         else:
-            rows[dy] = rows[dy] + wt(beta) * buf
+            rows[dy] = rows[dy] + wt(beta) * buf[sy]
     for dy in range(dh):
         out[dy] = saturate(rows[dy], img.dtype)
     return out
