@@ -75,8 +75,8 @@ if only:    # a family's name selects its SIMD builds too (a stale one would be 
     extensions = [e for e in extensions if e.name.rsplit(".", 1)[1] in wanted]
 # Cython's utility code (the memoryview type and its helpers) compiled once, into this
 # module, which every extension imports, instead of into each of them (Cython's shared
-# utility module): a small family's -O3 compile went from 19 to 12 s of the Zen 1 VM,
-# and there are 28 extensions.  Cython writes it in C (it fails on language="c++").
+# utility module): a small family's -O3 compile went from 19 to 12 s on the Zen 1 VM,
+# and there are 24 extensions.  Cython writes it in C (it fails on language="c++").
 SHARED_UTILITY = "fastops._cpu._cyutility"
 extensions.append(Extension(SHARED_UTILITY, sources=[],
                             extra_compile_args=[a for a in compile_args if a != "-std=c++17"],
