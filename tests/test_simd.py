@@ -241,3 +241,67 @@ def test_info_names_the_dispatched_build():
         assert target in line and all(f in line for f in used), line
     else:
         assert "baseline" in line, line
+
+
+# ------------------------------------------------------------------ process-wide statics
+# A function-local static of an inline function in the headers is an STB_GNU_UNIQUE
+# symbol: glibc binds it to one object for every fastops module in the process (every
+# family, every SIMD build), whatever RTLD_LOCAL says.  That is how the thread pool is one
+# per process, and a defect for state whose content depends on the build: cv_resize's
+# float plans held the building module's function pointers and tables (hot, perm), so a
+# baseline module loaded beside the x86-64-v3 one (scripts/checkout_ab.py, simd_ab.py)
+# ran the other build's steps, or, with a table only one build makes, wrote past its
+# rows.  Every such symbol must be state that is the same for every build (substring of
+# the mangled name -> why); build-specific state takes internal linkage (`static`).
+PROCESS_WIDE = {
+    "Pool8instance": "the thread pool (parallel.hpp): one per process by design",
+    "13last_activity": "the pool's idle clock, as the pool",
+    "cpu_has_": "CPU features (resample.hpp), the same for every build",
+    "8simd_cap": "FASTOPS_SIMD, read once",
+    "18nonzero_fill_chunk": "whether the CPU has POPCNT",
+    "18cached_slice_bytes": "the L2 size",
+    "14bucket_storage": "scatter's bucket scratch, filled by each call",
+    "10ring_apply": "cv_resize's one-thread ring scratch and tags, reset by each call",
+    "12select_short": "a constexpr lane count",
+    "_Sp_make_shared_tag": "libstdc++'s own",
+}
+
+
+def _unique_symbols(path):
+    """Names of the STB_GNU_UNIQUE symbols in an ELF64 little-endian file's .dynsym."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        pytest.skip("not an ELF64 little-endian module")
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    names = []
+    for _, sh_type, _, _, off, size, link, _, _, entsize in sections:
+        if sh_type != 11:       # SHT_DYNSYM
+            continue
+        stroff = sections[link][4]
+        for at in range(off, off + size, entsize):
+            st_name, st_info = struct.unpack_from("<IB", data, at)
+            if st_info >> 4 == 10:      # STB_GNU_UNIQUE
+                end = data.index(b"\0", stroff + st_name)
+                names.append(data[stroff + st_name:end].decode())
+    return names
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF modules only")
+def test_unique_symbols_are_process_wide_state():
+    mods = [("fastops._cpu." + m.name) for m in pkgutil.iter_modules(
+        importlib.import_module("fastops._cpu").__path__) if not m.ispkg]
+    for subdir, fams in BUILT.items():
+        mods += [f"fastops._cpu.{subdir}.{fam}" for fam in fams]
+    stray = {}
+    for name in mods:
+        path = importlib.util.find_spec(name).origin
+        for sym in _unique_symbols(path):
+            if not any(key in sym for key in PROCESS_WIDE):
+                stray.setdefault(name, []).append(sym)
+    assert not stray, ("function-local statics shared by every module of the process; "
+                       f"give build-specific state internal linkage: {stray}")

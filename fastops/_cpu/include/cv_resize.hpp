@@ -490,7 +490,8 @@ struct FixedTables {
 // the call (release_tables).
 constexpr int64_t kKeepTables = 4096;
 
-inline FixedTables& thread_tables() {
+// (static: each build its own, see thread_plan)
+static FixedTables& thread_tables() {
   static thread_local FixedTables t;
   return t;
 }
@@ -2268,8 +2269,14 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
   h = h_;
 }
 
+// Internal linkage (static), so each build of this module (baseline, x86-64-v3, -v4) keeps
+// its own plans: a function-local static of an inline function is an STB_GNU_UNIQUE
+// symbol, one object for every module in the process, and a plan holds its build's
+// function pointers and build-specific tables (hot, perm), which another build loaded in
+// the same process (scripts/checkout_ab.py, simd_ab.py) must not run.  tests/test_simd.py
+// test_unique_symbols_are_process_wide_state checks every module for such symbols.
 template <typename T>
-inline FloatPlan<T>& thread_plan() {
+static FloatPlan<T>& thread_plan() {
   static thread_local FloatPlan<T> p;
   return p;
 }
