@@ -262,13 +262,14 @@ def test_odd_integer_downscales_of_integer_images(dtype):
     """An odd integer downscale (1920 -> 640) gives every column one tap of weight 1 and
     the others 0, so the horizontal sums of an integer image are exact and taken as a
     widening gather (uint8 linear, linear_exact and cubic, 16-bit linear and cubic, 3 and 4
-    channels).  Wide rows (the paired steps and the scalar tail), factors 3 to 11, row
+    channels; 16-bit one-channel rows in the x86-64-v3 build: hot_stride_row's 8-column
+    steps, factors up to 8, and its tail).  Wide rows (the paired steps and the scalar tail), factors 3 to 11, row
     views with an offset and a negative stride, a non-integer vertical scale: bit for bit
     with the reference and with cv2 (IPP off)."""
     cv2 = peer("cv2")
     rng = _rng(23)
     with _ipp(cv2, False):
-        for C in (3, 4):
+        for C in (1, 3, 4):
             base = _image(rng, (23, 633, C), dtype)
             for img in (base[:, :630], base[::-1, 3:]):
                 w = img.shape[1]
