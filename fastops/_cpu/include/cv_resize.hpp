@@ -458,10 +458,14 @@ inline void hot_hrow(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, HT
 // from the 8 s elements at the first one's tap, widened to int32 8 at a time; output lane
 // l is element s l, lane (s l) % 8 of vector (s l) / 8, which one vpermd per vector moves
 // into place and a mask keeps.  The x86-64-v4 build keeps its permute steps (perm_table).
-// uint16 1920x1080 -> 640x640, Zen 1 VM, 2 threads, back to back, against the two-tap
-// (four-tap) Lane256 steps in one process (scripts/checkout_ab.py), ms: cubic 0.625-0.643
-// -> 0.550-0.560; linear 0.483-0.498 either way (cv2: 0.30-0.35), so the horizontal
-// sums are not what it waits on there.
+// The step s is a template argument (hot_stride_steps), so each vector's permute and mask
+// stay in registers: a loop over a run-time s took twice the instructions.  uint16
+// 1920x1080 -> 640x640, Zen 1 VM, 2 threads, against the two-tap (four-tap) Lane256
+// steps in one process (scripts/checkout_ab.py), B / A of medians of 61: cubic 0.78 back
+// to back (0.636 -> 0.493 ms), 0.84 after a pause; linear 0.98 / 0.93, within the noise:
+// its time (0.40 ms, cv2 0.30-0.35) is 1.2 ns per output on one thread whether the rows
+// come from L2 or memory, with half the instructions of the old steps (callgrind), so
+// the horizontal sums are not what it waits on.
 constexpr int64_t kHotStrideMax = 8;
 
 // hot[d] = hot[0] + s d for every column, 2 <= s <= kHotStrideMax, at least 16 columns.
@@ -474,30 +478,43 @@ inline bool hot_stride_ok(const std::vector<int64_t>& hot) {
   return true;
 }
 
-template <typename T>
-inline void hot_stride_row(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, float* H) {
-  const int64_t s = hot[1] - hot[0];
-  alignas(32) int32_t idx[kHotStrideMax][8], keep[kHotStrideMax][8];
-  for (int64_t v = 0; v < s; ++v)
-    for (int64_t l = 0; l < 8; ++l) {
-      idx[v][l] = static_cast<int32_t>((s * l) % 8);
-      keep[v][l] = (s * l) / 8 == v ? -1 : 0;
+template <int S, typename T>
+inline void hot_stride_steps(const T* S0, int64_t n, float* H) {  // n groups of 8 columns
+  __m256i at[S], keep[S];
+  for (int v = 0; v < S; ++v) {
+    alignas(32) int32_t a[8], k[8];
+    for (int l = 0; l < 8; ++l) {
+      a[l] = (S * l) % 8;
+      k[l] = (S * l) / 8 == v ? -1 : 0;
     }
-  int64_t d = 0;
-  for (; d + 8 <= dw && hot[d] + 8 * s <= Lin; d += 8) {  // reads [hot[d], hot[d] + 8 s)
-    const T* p = S + hot[d];
+    at[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(a));
+    keep[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(k));
+  }
+  for (int64_t g = 0; g < n; ++g) {
+    const T* p = S0 + 8 * S * g;
     __m256i acc = _mm256_setzero_si256();
-    for (int64_t v = 0; v < s; ++v) {
+    for (int v = 0; v < S; ++v) {
       const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * v));
       const __m256i w = std::is_same_v<T, uint16_t> ? _mm256_cvtepu16_epi32(raw)
                                                      : _mm256_cvtepi16_epi32(raw);
-      const __m256i at = _mm256_load_si256(reinterpret_cast<const __m256i*>(idx[v]));
-      const __m256i m = _mm256_load_si256(reinterpret_cast<const __m256i*>(keep[v]));
-      acc = _mm256_or_si256(acc, _mm256_and_si256(_mm256_permutevar8x32_epi32(w, at), m));
+      acc = _mm256_or_si256(acc, _mm256_and_si256(_mm256_permutevar8x32_epi32(w, at[v]), keep[v]));
     }
-    _mm256_storeu_ps(H + d, _mm256_cvtepi32_ps(acc));
+    _mm256_storeu_ps(H + 8 * g, _mm256_cvtepi32_ps(acc));
   }
-  for (; d < dw; ++d) H[d] = hot_sum<11>(S[hot[d]]);
+}
+
+template <typename T>
+inline void hot_stride_row(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, float* H) {
+  const int64_t s = hot[1] - hot[0];
+  // groups of 8 columns whose 8 s elements lie in the row: hot[0] + s (d + 8) <= Lin
+  const int64_t n = std::min(dw, (Lin - hot[0]) / s) / 8;
+  using Steps = void (*)(const T*, int64_t, float*);
+  constexpr Steps steps[kHotStrideMax + 1] = {
+      nullptr, nullptr, hot_stride_steps<2, T>, hot_stride_steps<3, T>, hot_stride_steps<4, T>,
+      hot_stride_steps<5, T>, hot_stride_steps<6, T>, hot_stride_steps<7, T>,
+      hot_stride_steps<8, T>};
+  steps[s](S + hot[0], n, H);
+  for (int64_t d = 8 * n; d < dw; ++d) H[d] = hot_sum<11>(S[hot[d]]);
 }
 #endif
 
