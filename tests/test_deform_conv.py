@@ -359,7 +359,7 @@ def test_float32_float64_close_to_reference(xp, dtype):
 
 
 # ------------------------------------------------------------- GEMM back ends, threads
-GEMMS = ("builtin", "blas", "avx512")
+GEMMS = ("builtin", "blas", "avx512", "avx2")
 
 
 def _kernel():

@@ -1,8 +1,9 @@
 # Typed entry points for the deformable-convolution kernel in include/deform_conv.hpp
 # (also fastops.onnx's plain Conv: offset None) and the depthwise one in include/conv.hpp,
 # plus the one piece of run-time set-up the first needs: a single-threaded CBLAS GEMM
-# (float64 everywhere, float32 where the build has no AVX-512 GEMM: the x86-64-v4 build
-# runs include/deform_conv.hpp's gemm_nt_zmm, twice OpenBLAS's Haswell kernel there).
+# (float64 everywhere, float32 in the baseline build: the x86-64-v4 build runs
+# include/deform_conv.hpp's gemm_nt_zmm, twice OpenBLAS's Haswell kernel there, and the
+# x86-64-v3 build include/conv.hpp's packed AVX2 GEMM).
 # Inputs are validated and shaped by fastops.conv and fastops.onnx._nn; the kernel calls
 # release the GIL.
 #
@@ -95,10 +96,11 @@ PACKED_GEMM = kPackedGemm
 cdef DcnGemm _gemm
 _blas_info = None           # (library path, get_threads, set_threads) of the BLAS found
 # the GEMM asked for, by name; the kernel resolves it per call (include/deform_conv.hpp
-# dcn_gemm_resolve): "avx512" falls back to the BLAS where the build has no AVX-512 GEMM
-# or the dtype is float64, and the BLAS to the builtin GEMM, so the default asks for the
-# best and gets the best this build and machine have
-_KINDS = {"builtin": 0, "blas": 1, "avx512": 2}
+# dcn_gemm_resolve): "avx512" falls back to the packed AVX2 GEMM ("avx2") where the build
+# has no AVX-512 GEMM, both to the BLAS where the build has neither or the dtype is
+# float64, and the BLAS to the builtin GEMM, so the default asks for the best and gets
+# the best this build and machine have
+_KINDS = {"builtin": 0, "blas": 1, "avx512": 2, "avx2": 3}
 _choice = "avx512"
 _guard_lock = threading.Lock()
 _guard_depth = 0
@@ -183,23 +185,26 @@ def _find_blas():
 
 
 def gemm_backend(dtype=np.float32):
-    """The GEMM a call in dtype (float32 or float64) runs now: "avx512",
+    """The GEMM a call in dtype (float32 or float64) runs now: "avx512", "avx2",
     "blas:<library path>" or "builtin"."""
     cdef int kind
     if np.dtype(dtype) == np.float32:
         kind = c_gemm_resolve[float](_gemm, _KINDS[_choice], 1, 1, 1, 1)
     else:
         kind = c_gemm_resolve[double](_gemm, _KINDS[_choice], 1, 1, 1, 1)
-    return {0: "builtin", 1: f"blas:{_blas_info[0] if _blas_info else ''}", 2: "avx512"}[kind]
+    return {0: "builtin", 1: f"blas:{_blas_info[0] if _blas_info else ''}", 2: "avx512",
+            3: "avx2"}[kind]
 
 
 def set_gemm(str which):
-    """Choose the GEMM ("avx512", "blas" or "builtin"; for tests and benchmarks); returns
-    the previous choice.  "avx512" where this build has none is "blas"; "blas" without a
-    usable library is "builtin"."""
+    """Choose the GEMM ("avx512", "avx2", "blas" or "builtin"; for tests and benchmarks);
+    returns the previous choice.  "avx512" where this build has none is "avx2", "avx2"
+    where it has none (or in float64) is "blas"; "blas" without a usable library is
+    "builtin"."""
     global _choice
     if which not in _KINDS:
-        raise ValueError(f"set_gemm: which={which!r} is not 'avx512', 'blas' or 'builtin'")
+        raise ValueError(f"set_gemm: which={which!r} is not 'avx512', 'avx2', 'blas' or "
+                         "'builtin'")
     before = _choice
     _choice = which
     return before

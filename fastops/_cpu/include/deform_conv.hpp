@@ -33,9 +33,10 @@
 // 64x64, and 74-80 vs 221-226 ms for 256 channels of 100x136 (noisy shared 2-core VM).
 //
 // GEMM, single-threaded inside each parallel_for thread: in float32 in the x86-64-v4
-// build, fastops' own AVX-512 GEMM (gemm_nt_zmm); else a CBLAS sgemm/dgemm found at run
-// time (NumPy's bundled OpenBLAS, see deform_conv.pyx); without one, a portable GEMM
-// (gemm_nt_builtin).  The GEMM is most of the op: 1x256x100x136, 256 -> 256, 3x3, one
+// build, fastops' own AVX-512 GEMM (gemm_nt_zmm), in the x86-64-v3 build the Session's
+// packed AVX2 GEMM (conv.hpp gemm_packed, B read transposed); else a CBLAS sgemm/dgemm
+// found at run time (NumPy's bundled OpenBLAS, see deform_conv.pyx); without one, a
+// portable GEMM (gemm_nt_builtin).  The GEMM is most of the op: 1x256x100x136, 256 -> 256, 3x3, one
 // thread on the AVX-512 EPYC: 160 ms with OpenBLAS (its GEMM alone 144), 87 with the
 // AVX-512 GEMM.
 #pragma once
@@ -47,7 +48,7 @@
 #include <vector>
 
 #include "common.hpp"
-
+#include "conv.hpp"
 #include "parallel.hpp"
 
 // One fixed sequence of roundings per output element on every build (no FMA contraction
@@ -275,15 +276,23 @@ inline bool dcn_blas_fits(const DcnGemm& g, int64_t a, int64_t b, int64_t c, int
   return a <= lim && b <= lim && c <= lim && d <= lim;
 }
 
-// The GEMM a call asks for (deform_conv.pyx set_gemm) and the one it gets: the AVX-512
-// GEMM only in float32 in the x86-64-v4 build, else the BLAS where one was found and can
-// address the operands, else the builtin one.
-enum DcnGemmKind : int { kDcnBuiltin = 0, kDcnBlas = 1, kDcnZmm = 2 };
+// The GEMM a call asks for (deform_conv.pyx set_gemm) and the one it gets: in float32 the
+// AVX-512 GEMM in the x86-64-v4 build, else (asked for it or for "avx2") conv.hpp's packed
+// AVX2 GEMM in the x86-64-v3 and -v4 builds (kPackedGemm), else the BLAS where one was
+// found and can address the operands, else the builtin one.  Why the packed GEMM before
+// the BLAS (NumPy's OpenBLAS 0.3.x, its Haswell sgemm): the whole op, Zen 1 VM, 2 threads,
+// after a pause, against the BLAS build in one process (scripts/checkout_ab.py, medians
+// of 11): fastops._bench.conv's 2x64x64x64 -> 64 3x3 15.8 -> 12.5-12.8 ms (v1 and v2),
+// 1x256x100x136 -> 256 3x3 246 -> 243 ms (there the GEMMs run at about 38 GFLOP/s a core
+// either way).
+enum DcnGemmKind : int { kDcnBuiltin = 0, kDcnBlas = 1, kDcnZmm = 2, kDcnYmm = 3 };
 
 template <typename T>
 inline int dcn_gemm_resolve(const DcnGemm& g, int kind, int64_t M, int64_t N, int64_t K,
                             int64_t ld) {
   if (kind == kDcnZmm && kDcnZmmGemm && std::is_same<T, float>::value) return kDcnZmm;
+  if ((kind == kDcnZmm || kind == kDcnYmm) && kPackedGemm && std::is_same<T, float>::value)
+    return kDcnYmm;
   if (kind != kDcnBuiltin && (std::is_same<T, float>::value ? g.sgemm : g.dgemm) &&
       dcn_blas_fits(g, M, N, K, ld))
     return kDcnBlas;
@@ -307,9 +316,10 @@ inline void dcn_blas_gemm_nt(const DcnGemm& g, int64_t M, int64_t N, int64_t K, 
 }
 
 // C = A . B^T (beta 0) with `kind`, a dcn_gemm_resolve result.  scratch: the builtin
-// GEMM's B panel (K * kGemmNR) or the AVX-512 one's (zmm_scratch_size(M, N)); zpacked: A
-// as zmm_pack gives it (the AVX-512 GEMM only).  Null for either: allocated here (the
-// tests' and the self-test's entry; the kernel below passes both, packed once per call).
+// GEMM's B panel (K * kGemmNR), the AVX-512 one's (zmm_scratch_size(M, N)) or the packed
+// one's C block (M * N, copied into C's rows ldc apart); zpacked: A as zmm_pack or
+// gemm_pack gives it (those two GEMMs only).  Null for either: allocated here (the tests'
+// and the self-test's entry; the kernel below passes both, packed once per call).
 template <typename T>
 inline void dcn_gemm_nt(const DcnGemm& g, int kind, int64_t M, int64_t N, int64_t K,
                         const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc,
@@ -323,6 +333,23 @@ inline void dcn_gemm_nt(const DcnGemm& g, int kind, int64_t M, int64_t N, int64_
   if (kind == kDcnBlas) {
     dcn_blas_gemm_nt(g, M, N, K, A, lda, B, ldb, C, ldc);
     return;
+  }
+  if constexpr (std::is_same<T, float>::value && kPackedGemm) {
+    if (kind == kDcnYmm) {
+      if (!zpacked) {
+        own_packed.resize(static_cast<size_t>(gemm_packed_size(M, K)));
+        gemm_pack(A, M, K, lda, 1, own_packed.data(), 1);
+        zpacked = own_packed.data();
+      }
+      if (!scratch) {
+        own_scratch.resize(static_cast<size_t>(size_mul(M, N)));
+        scratch = own_scratch.data();
+      }
+      // one thread: the caller's tile is its work item (the sums do not depend on it)
+      gemm_packed(zpacked, M, K, B, 1, 0, ldb, true, N, nullptr, nullptr, kActNone, scratch, 1);
+      for (int64_t m = 0; m < M; ++m) std::memcpy(C + m * ldc, scratch + m * N, N * sizeof(T));
+      return;
+    }
   }
 #if defined(__AVX512F__)
   if constexpr (std::is_same<T, float>::value) {
@@ -524,14 +551,19 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
   // the GEMM's scratch: the builtin one's B panel, the AVX-512 one's partial sums
   const int64_t pack_n = kind == kDcnBuiltin ? size_mul(KCg, kGemmNR)
                          : kind == kDcnZmm   ? zmm_scratch_size(Mg, P)
+                         : kind == kDcnYmm   ? size_mul(Mg, P)
                                              : 0;
   ThreadScratch<T> packs(pack_n, nt, false);
-  // the AVX-512 GEMM's A: each group's weight rows packed into strips, wz_n per group
-  const int64_t wz_n = kind == kDcnZmm ? zmm_packed_size(Mg, KCg) : 0;
+  // the AVX-512 or packed GEMM's A: each group's weight rows packed, wz_n per group
+  const int64_t wz_n = kind == kDcnZmm   ? zmm_packed_size(Mg, KCg)
+                       : kind == kDcnYmm ? gemm_packed_size(Mg, KCg)
+                                         : 0;
   std::vector<T> wz(static_cast<size_t>(size_mul(G, wz_n)));
   if constexpr (std::is_same<T, float>::value)
-    for (int64_t g = 0; g < G && kind == kDcnZmm; ++g)
-      zmm_pack(wr.data() + g * Mg * KCg, Mg, KCg, KCg, wz.data() + g * wz_n);
+    for (int64_t g = 0; g < G && wz_n; ++g) {
+      if (kind == kDcnZmm) zmm_pack(wr.data() + g * Mg * KCg, Mg, KCg, KCg, wz.data() + g * wz_n);
+      else gemm_pack(wr.data() + g * Mg * KCg, Mg, KCg, KCg, 1, wz.data() + g * wz_n, 1);
+    }
 
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t nb = std::min(chunk, N - n0);
@@ -614,7 +646,7 @@ void deform_conv2d(const T* x, int64_t N, int64_t C, int64_t H, int64_t W, int64
           // 3c. out[n, g*Mg:(g+1)*Mg, p0:p0+np] = wr[g] . col^T, then the bias
           T* o = out + (n * M + g * Mg) * OHW + p0;
           dcn_gemm_nt<T>(gemm, kind, Mg, np, KCg, wr.data() + g * Mg * KCg, KCg, col, KCg,
-                         o, OHW, pack, kind == kDcnZmm ? wz.data() + g * wz_n : nullptr);
+                         o, OHW, pack, wz_n ? wz.data() + g * wz_n : nullptr);
           if (bias) {
             for (int64_t m = 0; m < Mg; ++m) {
               const T b = bias[(g * Mg + m) * sb];
