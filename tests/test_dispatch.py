@@ -82,7 +82,7 @@ def test_backends_and_info_cli():
                          text=True, check=True)
     assert "fastops " + fastops.__version__ in out.stdout
     assert "OpenMP threads" in out.stdout
-    assert re.search(r"convolution GEMM: float32 (avx512|blas:\S+|builtin), "
+    assert re.search(r"convolution GEMM: float32 (avx512|avx2|blas:\S+|builtin), "
                      r"float64 (blas:\S+|builtin)\n", out.stdout), out.stdout
 
 

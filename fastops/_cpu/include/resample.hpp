@@ -1201,8 +1201,8 @@ inline void store_row(const W* src, int64_t n, T* dst, bool avx2, bool nonneg) {
 }
 
 // An output row of integers from W rows: vstep into buf, then store_row; 8-bit from float
-// with AVX2 or AVX-512 in one pass (vstep_store_avx2 / _avx512).  uint8 540x960x3 -> 1080x1920 linear:
-// see docs/performance.md (twentieth run).
+// with AVX2 or AVX-512 in one pass (vstep_store_avx2 / _avx512).  uint8 540x960x3 ->
+// 1080x1920 linear: see docs/performance.md (twentieth run, forty-first session).
 template <typename W, typename T>
 inline void vstep_store(const W* const* rows, const W* w, int64_t cnt, int64_t n, W* buf,
                         T* dst, bool avx2, bool nonneg) {
