@@ -452,7 +452,6 @@ inline void hot_hrow(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, HT
     for (int64_t c = 0; c < C; ++c) H[d * C + c] = hot_sum<Bits>(S[hot[d] + c]);
 }
 
-#if defined(__AVX2__)
 // One-hot columns of one channel whose taps step by a constant s elements (an odd
 // integer downscale: 1920 -> 640 is s = 3), kHotStrideMax at most, 16-bit: 8 outputs
 // from the 8 s elements at the first one's tap, widened to int32 8 at a time; output lane
@@ -478,6 +477,14 @@ inline bool hot_stride_ok(const std::vector<int64_t>& hot) {
   return true;
 }
 
+// (the x86-64-v3 build only)
+#if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
+constexpr bool kHotStride1 = true;
+#else
+constexpr bool kHotStride1 = false;
+#endif
+
+#if defined(__AVX2__)
 template <int S, typename T>
 inline void hot_stride_steps(const T* S0, int64_t n, float* H) {  // n groups of 8 columns
   __m256i at[S], keep[S];
@@ -2276,15 +2283,11 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
     }
   }
   hot.clear();
-  if constexpr (std::is_integral_v<T>)
-    if (C_ == 3 || C_ == 4) hot = one_hot_taps<WT>(xo.data(), xa.data(), K, dw_, 1.f);
-#if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
-  if constexpr (std::is_integral_v<T>)
-    if (C_ == 1) {
+  if constexpr (std::is_integral_v<T>) {
+    if (C_ == 3 || C_ == 4 || (kHotStride1 && C_ == 1))
       hot = one_hot_taps<WT>(xo.data(), xa.data(), K, dw_, 1.f);
-      if (!hot_stride_ok(hot)) hot.clear();
-    }
-#endif
+    if (C_ == 1 && !hot_stride_ok(hot)) hot.clear();
+  }
   up2 = nullptr;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   if constexpr (std::is_same_v<WT, float>)
