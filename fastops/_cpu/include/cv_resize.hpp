@@ -453,25 +453,25 @@ inline void hot_hrow(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, HT
 }
 
 // One-hot columns of one channel whose taps step by a constant s elements (an odd
-// integer downscale: 1920 -> 640 is s = 3), kHotStrideMax at most, 16-bit: 8 outputs
-// from the 8 s elements at the first one's tap, widened to int32 8 at a time; output lane
-// l is element s l, lane (s l) % 8 of vector (s l) / 8, which one vpermd per vector moves
-// into place and a mask keeps.  The x86-64-v4 build keeps its permute steps (perm_table).
-// The step s is a template argument (hot_stride_steps), so each vector's permute and mask
-// stay in registers: a loop over a run-time s took twice the instructions.  uint16
-// 1920x1080 -> 640x640, Zen 1 VM, 2 threads, against the two-tap (four-tap) Lane256
-// steps in one process (scripts/checkout_ab.py), B / A of medians of 61: cubic 0.78 back
-// to back (0.636 -> 0.493 ms), 0.84 after a pause; linear 0.98 / 0.93, within the noise:
-// its time (0.40 ms, cv2 0.30-0.35) is 1.2 ns per output on one thread whether the rows
-// come from L2 or memory, with half the instructions of the old steps (callgrind), so
-// the horizontal sums are not what it waits on.
-constexpr int64_t kHotStrideMax = 8;
+// integer downscale: 1920 -> 640 is s = 3), kHotStrideMax at most, 16-bit: the 4 outputs
+// of a 128-bit lane take elements 0, s, 2s, 3s from two 16-byte loads, at their first tap
+// and ending at the last (each element from the first that holds it), each load
+// widened into int32 lanes by one in-lane vpshufb whose zero bytes clear the lanes
+// another load fills, then OR'd: two lanes' 4 outputs per 256-bit vector.  The step s is a
+// template argument (hot_stride_steps), so the shuffles stay in registers.  Cross-lane
+// permutes are what the first version of these steps (one vpermd per 8 elements) waited
+// on: Zen 1 runs a ymm vpermd in 3 uops, one per 4 cycles.  uint16 1920x1080 -> 640x640
+// linear, Zen 1 VM, one thread, the horizontal pass alone: 0.54 -> 0.18 ms; the whole
+// call 0.64 -> 0.30 against cv2's 0.51.  The x86-64-v4 build keeps its permute steps
+// (perm_table).
+constexpr int64_t kHotStrideMax = 7;
 
-// hot[d] = hot[0] + s d for every column, 2 <= s <= kHotStrideMax, at least 16 columns.
+// hot[d] = hot[0] + s d for every column, s = 3, 5 or 7 (one-hot columns have odd steps:
+// (d + 0.5) s - 0.5 is an integer for every d), at least 16 columns.
 inline bool hot_stride_ok(const std::vector<int64_t>& hot) {
   if (hot.size() < 16) return false;
   const int64_t s = hot[1] - hot[0];
-  if (s < 2 || s > kHotStrideMax) return false;
+  if (s < 3 || s > kHotStrideMax || s % 2 == 0) return false;
   for (size_t d = 1; d < hot.size(); ++d)
     if (hot[d] - hot[d - 1] != s) return false;
   return true;
@@ -487,25 +487,34 @@ constexpr bool kHotStride1 = false;
 #if defined(__AVX2__)
 template <int S, typename T>
 inline void hot_stride_steps(const T* S0, int64_t n, float* H) {  // n groups of 8 columns
-  __m256i at[S], keep[S];
-  for (int v = 0; v < S; ++v) {
-    alignas(32) int32_t a[8], k[8];
-    for (int l = 0; l < 8; ++l) {
-      a[l] = (S * l) % 8;
-      k[l] = (S * l) / 8 == v ? -1 : 0;
+  static_assert(S % 2 == 1 && 3 <= S && S <= kHotStrideMax);
+  constexpr int at[2] = {0, 3 * S - 7};  // the loads' first elements: 0 .. 7, 3S - 7 .. 3S
+  // shuffle j puts element k S into int32 lane k (uint16: the low half; int16: the high
+  // half, then an arithmetic shift) where load j is the first to hold it
+  __m256i shuf[2];
+  for (int j = 0; j < 2; ++j) {
+    alignas(32) int8_t b[32];
+    for (int k = 0; k < 4; ++k) {
+      const int e = k * S - at[j];
+      const bool mine = j == 0 ? k * S <= 7 : k * S > 7;
+      const int lo = std::is_same_v<T, uint16_t> ? 0 : 2;
+      for (int i = 0; i < 4; ++i) {
+        const bool byte = mine && (i == lo || i == lo + 1);
+        b[4 * k + i] = b[16 + 4 * k + i] = static_cast<int8_t>(byte ? 2 * e + i - lo : -128);
+      }
     }
-    at[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(a));
-    keep[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(k));
+    shuf[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
   }
+  auto two = [](const T* q) {  // lane 0: the 8 elements at q; lane 1: those at q + 4S
+    return _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 4 * S)), 1);
+  };
   for (int64_t g = 0; g < n; ++g) {
-    const T* p = S0 + 8 * S * g;
-    __m256i acc = _mm256_setzero_si256();
-    for (int v = 0; v < S; ++v) {
-      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * v));
-      const __m256i w = std::is_same_v<T, uint16_t> ? _mm256_cvtepu16_epi32(raw)
-                                                     : _mm256_cvtepi16_epi32(raw);
-      acc = _mm256_or_si256(acc, _mm256_and_si256(_mm256_permutevar8x32_epi32(w, at[v]), keep[v]));
-    }
+    const T* p = S0 + 8 * S * g;  // lane 0: columns 8g .. 8g + 3; lane 1: 8g + 4 .. 8g + 7
+    __m256i acc = _mm256_or_si256(_mm256_shuffle_epi8(two(p), shuf[0]),
+                                  _mm256_shuffle_epi8(two(p + at[1]), shuf[1]));
+    if constexpr (std::is_same_v<T, int16_t>) acc = _mm256_srai_epi32(acc, 16);
     _mm256_storeu_ps(H + 8 * g, _mm256_cvtepi32_ps(acc));
   }
 }
@@ -516,11 +525,9 @@ inline void hot_stride_row(const T* S, const int64_t* hot, int64_t Lin, int64_t 
   // groups of 8 columns whose 8 s elements lie in the row: hot[0] + s (d + 8) <= Lin
   const int64_t n = std::min(dw, (Lin - hot[0]) / s) / 8;
   using Steps = void (*)(const T*, int64_t, float*);
-  constexpr Steps steps[kHotStrideMax + 1] = {
-      nullptr, nullptr, hot_stride_steps<2, T>, hot_stride_steps<3, T>, hot_stride_steps<4, T>,
-      hot_stride_steps<5, T>, hot_stride_steps<6, T>, hot_stride_steps<7, T>,
-      hot_stride_steps<8, T>};
-  steps[s](S + hot[0], n, H);
+  const Steps steps = s == 3 ? hot_stride_steps<3, T>
+                      : s == 5 ? hot_stride_steps<5, T> : hot_stride_steps<7, T>;
+  steps(S + hot[0], n, H);
   for (int64_t d = 8 * n; d < dw; ++d) H[d] = hot_sum<11>(S[hot[d]]);
 }
 #endif
