@@ -287,9 +287,10 @@ def test_odd_integer_downscales_of_integer_images(dtype):
 
 @pytest.mark.parametrize("dtype", ["uint16", "int16", "float32"])
 def test_exact_2x_upscales(dtype):
-    """dw = 2w (linear): the x86-64-v4 build computes the horizontal sums of interior
-    pixels from three contiguous windows and interleaves them (up2_run), 1-4 channels;
-    widths around its step (16 / C pixels) and its load bound, views, NaN and infinities
+    """dw = 2w (linear): the x86-64-v3 and -v4 builds compute the horizontal sums of
+    interior pixels from three contiguous windows and interleave them (up2_run), 1-4
+    channels; widths around its steps (-v4: 16 / C pixels, -v3: 8 / C, C = 3: 2) and its
+    load bounds, views, NaN and infinities
     in float rows, INTER_AREA's upscale (other coefficients: the tables' path): bit for
     bit with the reference and cv2 (IPP off)."""
     cv2 = peer("cv2")

@@ -25,8 +25,8 @@
 //   1920 -> 640, or an unchanged width): the horizontal sums of an integer image are then
 //   exact, so uint8 linear / linear_exact / cubic and 16-bit linear / cubic rows of 3 and
 //   4 channels take a widening gather (hot_pass) instead; the vertical pass is unchanged.
-// * exact 2x linear upscales (dw = 2w) of 16-bit and float32 rows, x86-64-v4: the
-//   horizontal sums from three contiguous windows (up2_run), the same operations.
+// * exact 2x linear upscales (dw = 2w) of 16-bit and float32 rows, x86-64-v3 and -v4:
+//   the horizontal sums from three contiguous windows (up2_run), the same operations.
 // * cv_resize_exact: INTER_LINEAR_EXACT (resize_bitExact): softdouble (IEEE double)
 //   coefficients in 8 (uint8) or 16 (uint16, int16) fractional bits, exact integer passes
 //   rounded (v + half) >> shift.
@@ -1392,11 +1392,13 @@ struct Lane256 {
     _mm_storeu_ps(p + 3, _mm256_extractf128_ps(v, 1));
   }
   static RS_INLINE V set1(float a) { return _mm256_set1_ps(a); }
+  // store4_16 for 8 lanes, without its clamp: packus / packs saturate int32 as the clamp
+  // would, and every sum stored here lies far inside int32 (a 16-bit image's values times
+  // weights whose magnitudes add up to at most 2), so cvtps_epi32 cannot overflow.  The
+  // clamp was a fifth of uint16 640x480x3 -> 1280x960 linear's vertical pass on Zen 1.
   template <typename T>
-  static RS_INLINE void store16(V v, T* d) {  // store4_16 for 8 lanes
-    const V lo = _mm256_set1_ps(static_cast<float>(std::numeric_limits<T>::min()));
-    const V hi = _mm256_set1_ps(static_cast<float>(std::numeric_limits<T>::max()));
-    const __m256i q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+  static RS_INLINE void store16(V v, T* d) {
+    const __m256i q = _mm256_cvtps_epi32(v);
     const __m128i a = _mm256_castsi256_si128(q), b = _mm256_extracti128_si256(q, 1);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d), std::is_same<T, uint16_t>::value
                                                         ? _mm_packus_epi32(a, b)
@@ -1527,7 +1529,6 @@ RS_INLINE void hquad(const T* S, const int64_t* o, const float* c, int64_t cstri
 }
 #endif
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
 // Does the horizontal table hold up2_run's taps for source pixels 1 <= i <= w - 2?
 inline bool up2_rows(const int64_t* xo, const float* xa, int64_t w, int64_t C, int64_t dw) {
   if (dw != 2 * w || w < 3) return false;
@@ -1540,6 +1541,7 @@ inline bool up2_rows(const int64_t* xo, const float* xa, int64_t w, int64_t C, i
   return true;
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
 // Exact 2x linear upscales of a row (dw = 2w): output pixel 2i is S[i - 1] * 0.25 +
 // S[i] * 0.75 and 2i + 1 is S[i] * 0.75 + S[i + 1] * 0.25 (the tables' taps for 1 <= i <=
 // w - 2, checked by up2_rows), so both are elementwise sums of three contiguous windows,
@@ -1584,6 +1586,57 @@ inline int64_t up2_run(const T* S, int64_t i, int64_t i_end, int64_t Lin, float*
     float* h = H + 2 * i * C;
     _mm512_storeu_ps(h, _mm512_permutex2var_ps(e, lo, o));
     _mm512_storeu_ps(h + 16, _mm512_permutex2var_ps(e, hi, o));
+  }
+  return i;
+}
+#elif defined(__AVX2__)
+// The x86-64-v3 build's up2_run: the same sums (e = a * 0.25 + b * 0.75, o = b * 0.75 +
+// c * 0.25) in 8 lanes, interleaved pixel by pixel within 128-bit lanes and stored 4
+// floats at a time (Zen 1 runs a cross-lane permute in 3 to 8 uops).  C = 1, 2, 4: 8
+// elements per step, e and o unpacked per pixel (C = 4: the lanes are the pixels); C = 3:
+// two pixels per step, pixel i in the low lane and i + 1 in the high one (load4f_x2), each
+// output pixel stored 4 wide (the fourth lane overwritten by the next store or landing in
+// the ring's slack).  Source elements [(i - 1)C, (i + 1)C + 8) are read (C = 3: to 3i + 10).
+// 640x480x3 -> 1280x960 linear, Zen 1 VM, one thread, the horizontal pass alone: see
+// docs/performance.md (forty-second session).
+template <int C, typename T>
+inline int64_t up2_run(const T* S, int64_t i, int64_t i_end, int64_t Lin, float* H) {
+  const __m256 q1 = _mm256_set1_ps(0.25f), q3 = _mm256_set1_ps(0.75f);
+  auto st = [](float* h, __m128 v) { _mm_storeu_ps(h, v); };
+  if constexpr (C == 3) {
+    for (; i + 2 <= i_end && 3 * i + 10 <= Lin; i += 2) {
+      const T* s = S + 3 * i;
+      const __m256 a = load4f_x2<T>(s - 3, s), b = load4f_x2<T>(s, s + 3);
+      const __m256 c = load4f_x2<T>(s + 3, s + 6);
+      const __m256 b3 = _mm256_mul_ps(b, q3);
+      const __m256 e = _mm256_add_ps(_mm256_mul_ps(a, q1), b3);
+      const __m256 o = _mm256_add_ps(b3, _mm256_mul_ps(c, q1));
+      float* h = H + 6 * i;
+      st(h, _mm256_castps256_ps128(e));
+      st(h + 3, _mm256_castps256_ps128(o));
+      st(h + 6, _mm256_extractf128_ps(e, 1));
+      st(h + 9, _mm256_extractf128_ps(o, 1));
+    }
+  } else {
+    constexpr int64_t P = 8 / C;
+    for (; i + P <= i_end && (i + 1) * C + 8 <= Lin; i += P) {
+      const T* s = S + i * C;
+      const __m256 b3 = _mm256_mul_ps(rsk::avx_load8f(s), q3);
+      const __m256 e = _mm256_add_ps(_mm256_mul_ps(rsk::avx_load8f(s - C), q1), b3);
+      const __m256 o = _mm256_add_ps(b3, _mm256_mul_ps(rsk::avx_load8f(s + C), q1));
+      __m256 lo = e, hi = o;  // C = 4: pixel i's e and o in the low lanes, i + 1's high
+      if constexpr (C == 1) {
+        lo = _mm256_unpacklo_ps(e, o), hi = _mm256_unpackhi_ps(e, o);
+      } else if constexpr (C == 2) {
+        lo = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(e), _mm256_castps_pd(o)));
+        hi = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(e), _mm256_castps_pd(o)));
+      }
+      float* h = H + 2 * i * C;
+      st(h, _mm256_castps256_ps128(lo));
+      st(h + 4, _mm256_castps256_ps128(hi));
+      st(h + 8, _mm256_extractf128_ps(lo, 1));
+      st(h + 12, _mm256_extractf128_ps(hi, 1));
+    }
   }
   return i;
 }
@@ -2296,7 +2349,7 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
     if (C_ == 1 && !hot_stride_ok(hot)) hot.clear();
   }
   up2 = nullptr;
-#if defined(__AVX512F__) && defined(__AVX512BW__)
+#if defined(__AVX2__)
   if constexpr (std::is_same_v<WT, float>)
     if (K == 2 && C_ <= 4 && up2_rows(xo.data(), xa.data(), w_, C_, dw_)) {
       const Up2 runs[4] = {up2_run<1, T>, up2_run<2, T>, up2_run<3, T>, up2_run<4, T>};

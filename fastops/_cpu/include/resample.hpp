@@ -439,6 +439,12 @@ RS_AVX2_FN __m256 avx_load8f(const S* p) {
   else if constexpr (std::is_same<S, int8_t>::value)
     return _mm256_cvtepi32_ps(
         _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  else if constexpr (std::is_same<S, uint16_t>::value)  // (cv_resize's up2_run)
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  else if constexpr (std::is_same<S, int16_t>::value)
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   else
     return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
 }
