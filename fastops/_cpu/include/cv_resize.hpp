@@ -1032,11 +1032,18 @@ inline uint8_t vlin_one(int32_t h0, int32_t h1, int32_t b0, int32_t b1) {
 }
 
 #ifdef RS_AVX2
+// 16 outputs from x = h0 >> 4 and y = h1 >> 4 (int16): VResizeLinearVec_32s8u's steps
+// before the pack, (mulhi(x, b0) + mulhi(y, b1) + 2) >> 2 with saturating adds.
+__attribute__((target("avx2"))) inline __m256i vlin16_avx2(__m256i x, __m256i y, __m256i b0,
+                                                           __m256i b1) {
+  const __m256i r = _mm256_adds_epi16(_mm256_mulhi_epi16(x, b0), _mm256_mulhi_epi16(y, b1));
+  return _mm256_srai_epi16(_mm256_adds_epi16(r, _mm256_set1_epi16(2)), 2);
+}
+
 __attribute__((target("avx2"))) inline int64_t vlin_avx2(const int32_t* S0, const int32_t* S1,
                                                          int16_t b0s, int16_t b1s, int64_t n,
                                                          uint8_t* d) {
   const __m256i b0 = _mm256_set1_epi16(b0s), b1 = _mm256_set1_epi16(b1s);
-  const __m256i two = _mm256_set1_epi16(2);
   int64_t j = 0;
   for (; j + 32 <= n; j += 32) {
     __m256i x[4], y[4];
@@ -1047,13 +1054,27 @@ __attribute__((target("avx2"))) inline int64_t vlin_avx2(const int32_t* S0, cons
     // packs interleaves 128-bit lanes: (0,1) -> [0lo 1lo 0hi 1hi]; fixed by the final permute
     const __m256i x01 = _mm256_packs_epi32(x[0], x[1]), x23 = _mm256_packs_epi32(x[2], x[3]);
     const __m256i y01 = _mm256_packs_epi32(y[0], y[1]), y23 = _mm256_packs_epi32(y[2], y[3]);
-    __m256i r01 = _mm256_adds_epi16(_mm256_mulhi_epi16(x01, b0), _mm256_mulhi_epi16(y01, b1));
-    __m256i r23 = _mm256_adds_epi16(_mm256_mulhi_epi16(x23, b0), _mm256_mulhi_epi16(y23, b1));
-    r01 = _mm256_srai_epi16(_mm256_adds_epi16(r01, two), 2);
-    r23 = _mm256_srai_epi16(_mm256_adds_epi16(r23, two), 2);
-    const __m256i p = _mm256_packus_epi16(r01, r23);
+    const __m256i p = _mm256_packus_epi16(vlin16_avx2(x01, y01, b0, b1), vlin16_avx2(x23, y23, b0, b1));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j),
                         _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  }
+  return j;
+}
+
+// The same on rows of h >> 4 (int16, hot_hrow7's): 32 outputs from two 256-bit loads a row.
+__attribute__((target("avx2"))) inline int64_t vlin7_avx2(const int16_t* S0, const int16_t* S1,
+                                                          int16_t b0s, int16_t b1s, int64_t n,
+                                                          uint8_t* d) {
+  const __m256i b0 = _mm256_set1_epi16(b0s), b1 = _mm256_set1_epi16(b1s);
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    const __m256i* x = reinterpret_cast<const __m256i*>(S0 + j);
+    const __m256i* y = reinterpret_cast<const __m256i*>(S1 + j);
+    const __m256i p =
+        _mm256_packus_epi16(vlin16_avx2(_mm256_loadu_si256(x), _mm256_loadu_si256(y), b0, b1),
+                            vlin16_avx2(_mm256_loadu_si256(x + 1), _mm256_loadu_si256(y + 1), b0, b1));
+    // packus interleaves 128-bit lanes: [0-7 16-23 | 8-15 24-31]
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j), _mm256_permute4x64_epi64(p, 0xD8));
   }
   return j;
 }
@@ -1086,6 +1107,60 @@ inline void fixed_vrow_linear(const int32_t* const* rows, const int16_t* b, int6
   }
 #endif
   for (; j < n; ++j) d[j] = vlin_one(S0[j], S1[j], b[0], b[1]);
+}
+
+// uint8 INTER_LINEAR over one-hot columns (3 or 4 channels; odd integer downscales such
+// as 1920 -> 640): every horizontal sum is S << 11 and the vertical pass reads it as
+// (S << 11) >> 4 packed to int16, so the ring holds S << 7 as int16 (hot_hrow7: half the
+// bytes, no shift and pack per output in the vertical pass, fixed_vrow_hot7).  The same
+// values and operations: bit for bit with the int32 ring.  uint8 1920x1080x4 -> 640x640,
+// Zen 1 VM, one thread: see docs/performance.md (forty-second session).
+template <int C>
+inline void hot_hrow7(const uint8_t* S, const int64_t* hot, int64_t Lin, int64_t dw, int16_t* H) {
+  int64_t d = 0;
+#if defined(__SSE2__)
+  const __m128i z = _mm_setzero_si128();
+  auto px = [&](int64_t e) {  // pixel e's 4 bytes (C = 3: and the next one's first)
+    uint32_t v;
+    std::memcpy(&v, S + hot[e], 4);
+    return _mm_cvtsi32_si128(static_cast<int>(v));
+  };
+  if constexpr (C == 4) {
+    for (; d + 2 <= dw && std::max(hot[d], hot[d + 1]) + 4 <= Lin; d += 2)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(H + d * 4),
+                       _mm_slli_epi16(_mm_unpacklo_epi8(_mm_unpacklo_epi32(px(d), px(d + 1)), z), 7));
+  }
+  for (; d < dw && hot[d] + 4 <= Lin; ++d)  // (C = 3: the fourth lane lands on the next pixel)
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(H + d * C),
+                     _mm_slli_epi16(_mm_unpacklo_epi8(px(d), z), 7));
+#endif
+  for (; d < dw; ++d)
+    for (int c = 0; c < C; ++c) H[d * C + c] = static_cast<int16_t>(S[hot[d] + c] << 7);
+}
+
+inline void fixed_vrow_hot7(const int16_t* const* rows, const int16_t* b, int64_t n, uint8_t* d,
+                            bool avx2) {
+  const int16_t* S0 = rows[0];
+  const int16_t* S1 = rows[1];
+  int64_t j = 0;
+#ifdef RS_AVX2
+  if (avx2) j = vlin7_avx2(S0, S1, b[0], b[1], n, d);
+#endif
+  (void)avx2;
+#if defined(__SSE2__)
+  const __m128i b0 = _mm_set1_epi16(b[0]), b1 = _mm_set1_epi16(b[1]), two = _mm_set1_epi16(2);
+  for (; j + 16 <= n; j += 16) {
+    __m128i r[2];
+    for (int i = 0; i < 2; ++i) {
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(S0 + j + 8 * i));
+      const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(S1 + j + 8 * i));
+      r[i] = _mm_adds_epi16(_mm_mulhi_epi16(x, b0), _mm_mulhi_epi16(y, b1));
+      r[i] = _mm_srai_epi16(_mm_adds_epi16(r[i], two), 2);
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm_packus_epi16(r[0], r[1]));
+  }
+#endif
+  for (; j < n; ++j) d[j] = vlin_one(int32_t(S0[j]) << 4, int32_t(S1[j]) << 4, b[0], b[1]);
 }
 
 // Vertical pass, cubic (VResizeCubic<uchar> with VResizeCubicVec_32s8u): float32 for
@@ -1256,6 +1331,22 @@ inline void cv_resize_fixed(const uint8_t* x, int64_t h, int64_t w, int64_t C, i
   const Img<uint8_t> img{x, h, w, C, rs};
   const int64_t Lout = dw * C;
   const bool avx2 = rsk::use_avx2();
+  if (t.K == 2 && (C == 3 || C == 4)) {
+    const std::vector<int64_t> hot =
+        one_hot_taps<int16_t>(t.xo.data(), t.xa.data(), 2, dw, int16_t(1 << 11));
+    if (!hot.empty()) {
+      auto hrow = [&, Lin = w * C](const uint8_t* src, int16_t* H) {
+        if (C == 3) hot_hrow7<3>(src, hot.data(), Lin, dw, H);
+        else hot_hrow7<4>(src, hot.data(), Lin, dw, H);
+      };
+      auto vrow = [&](const int16_t* const* rows, int64_t yo, uint8_t* d) {
+        fixed_vrow_hot7(rows, t.yb.data() + 2 * yo, Lout, d, avx2);
+      };
+      ring_apply<uint8_t, int16_t>(img, dh, Lout, 2, t.yr.data(), hrow, vrow, out, nthreads);
+      release_tables(t, dw, dh);
+      return;
+    }
+  }
   const auto hrow = fixed_hpass<11>(t, C, w, dw, avx2);
   if (t.K == 2) {
     auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
