@@ -24,7 +24,10 @@
 // * one-hot columns (every horizontal tap weight 0 or 1: odd integer downscales such as
 //   1920 -> 640, or an unchanged width): the horizontal sums of an integer image are then
 //   exact, so uint8 linear / linear_exact / cubic and 16-bit linear / cubic rows of 3 and
-//   4 channels take a widening gather (hot_pass) instead; the vertical pass is unchanged.
+//   4 channels take a widening gather (hot_pass; uint8 INTER_LINEAR: hot_hrow7, whose
+//   int16 ring is what the vertical pass would have packed), one-channel 16-bit rows of
+//   the x86-64-v3 build in-lane byte shuffles (hot_stride_row); the vertical sums are
+//   unchanged.
 // * exact 2x linear upscales (dw = 2w) of 16-bit and float32 rows, x86-64-v3 and -v4:
 //   the horizontal sums from three contiguous windows (up2_run), the same operations.
 // * cv_resize_exact: INTER_LINEAR_EXACT (resize_bitExact): softdouble (IEEE double)
