@@ -1043,50 +1043,45 @@ __attribute__((target("avx2"))) inline __m256i vlin16_avx2(__m256i x, __m256i y,
   return _mm256_srai_epi16(_mm256_adds_epi16(r, _mm256_set1_epi16(2)), 2);
 }
 
-__attribute__((target("avx2"))) inline int64_t vlin_avx2(const int32_t* S0, const int32_t* S1,
-                                                         int16_t b0s, int16_t b1s, int64_t n,
-                                                         uint8_t* d) {
-  const __m256i b0 = _mm256_set1_epi16(b0s), b1 = _mm256_set1_epi16(b1s);
-  int64_t j = 0;
-  for (; j + 32 <= n; j += 32) {
-    __m256i x[4], y[4];
-    for (int i = 0; i < 4; ++i) {
-      x[i] = _mm256_srai_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(S0 + j + 8 * i)), 4);
-      y[i] = _mm256_srai_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(S1 + j + 8 * i)), 4);
-    }
-    // packs interleaves 128-bit lanes: (0,1) -> [0lo 1lo 0hi 1hi]; fixed by the final permute
-    const __m256i x01 = _mm256_packs_epi32(x[0], x[1]), x23 = _mm256_packs_epi32(x[2], x[3]);
-    const __m256i y01 = _mm256_packs_epi32(y[0], y[1]), y23 = _mm256_packs_epi32(y[2], y[3]);
-    const __m256i p = _mm256_packus_epi16(vlin16_avx2(x01, y01, b0, b1), vlin16_avx2(x23, y23, b0, b1));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j),
-                        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-  }
-  return j;
-}
-
-// The same on rows of h >> 4 (int16, hot_hrow7's): 32 outputs from two 256-bit loads a row.
-__attribute__((target("avx2"))) inline int64_t vlin7_avx2(const int16_t* S0, const int16_t* S1,
-                                                          int16_t b0s, int16_t b1s, int64_t n,
-                                                          uint8_t* d) {
+// The vertical pass on ring rows of the horizontal sums h (int32) or of h >> 4 (int16,
+// hot_hrow7's): 32 outputs a step.
+template <typename HT>
+__attribute__((target("avx2"))) inline int64_t vlin_avx2(const HT* S0, const HT* S1, int16_t b0s,
+                                                         int16_t b1s, int64_t n, uint8_t* d) {
   const __m256i b0 = _mm256_set1_epi16(b0s), b1 = _mm256_set1_epi16(b1s);
   int64_t j = 0;
   for (; j + 32 <= n; j += 32) {
     const __m256i* x = reinterpret_cast<const __m256i*>(S0 + j);
     const __m256i* y = reinterpret_cast<const __m256i*>(S1 + j);
-    const __m256i p =
-        _mm256_packus_epi16(vlin16_avx2(_mm256_loadu_si256(x), _mm256_loadu_si256(y), b0, b1),
-                            vlin16_avx2(_mm256_loadu_si256(x + 1), _mm256_loadu_si256(y + 1), b0, b1));
-    // packus interleaves 128-bit lanes: [0-7 16-23 | 8-15 24-31]
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j), _mm256_permute4x64_epi64(p, 0xD8));
+    if constexpr (std::is_same_v<HT, int32_t>) {
+      __m256i u[4], v[4];  // h >> 4
+      for (int i = 0; i < 4; ++i) {
+        u[i] = _mm256_srai_epi32(_mm256_loadu_si256(x + i), 4);
+        v[i] = _mm256_srai_epi32(_mm256_loadu_si256(y + i), 4);
+      }
+      // packs interleaves 128-bit lanes: (0,1) -> [0lo 1lo 0hi 1hi]; fixed by the final permute
+      const __m256i x01 = _mm256_packs_epi32(u[0], u[1]), x23 = _mm256_packs_epi32(u[2], u[3]);
+      const __m256i y01 = _mm256_packs_epi32(v[0], v[1]), y23 = _mm256_packs_epi32(v[2], v[3]);
+      const __m256i p = _mm256_packus_epi16(vlin16_avx2(x01, y01, b0, b1), vlin16_avx2(x23, y23, b0, b1));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j),
+                          _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    } else {
+      const __m256i p =
+          _mm256_packus_epi16(vlin16_avx2(_mm256_loadu_si256(x), _mm256_loadu_si256(y), b0, b1),
+                              vlin16_avx2(_mm256_loadu_si256(x + 1), _mm256_loadu_si256(y + 1), b0, b1));
+      // packus interleaves 128-bit lanes: [0-7 16-23 | 8-15 24-31]
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j), _mm256_permute4x64_epi64(p, 0xD8));
+    }
   }
   return j;
 }
 #endif
 
-inline void fixed_vrow_linear(const int32_t* const* rows, const int16_t* b, int64_t n,
-                              uint8_t* d, bool avx2) {
-  const int32_t* S0 = rows[0];
-  const int32_t* S1 = rows[1];
+template <typename HT>
+inline void fixed_vrow_linear(const HT* const* rows, const int16_t* b, int64_t n, uint8_t* d,
+                              bool avx2) {
+  const HT* S0 = rows[0];
+  const HT* S1 = rows[1];
   int64_t j = 0;
 #ifdef RS_AVX2
   if (avx2) j = vlin_avx2(S0, S1, b[0], b[1], n, d);
@@ -1094,28 +1089,33 @@ inline void fixed_vrow_linear(const int32_t* const* rows, const int16_t* b, int6
   (void)avx2;
 #if defined(__SSE2__)
   const __m128i b0 = _mm_set1_epi16(b[0]), b1 = _mm_set1_epi16(b[1]), two = _mm_set1_epi16(2);
+  auto ld = [](const HT* p) {  // 8 values of h >> 4 as int16
+    if constexpr (std::is_same_v<HT, int32_t>) {
+      auto q = [](const int32_t* r) {
+        return _mm_srai_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r)), 4);
+      };
+      return _mm_packs_epi32(q(p), q(p + 4));
+    } else {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    }
+  };
   for (; j + 16 <= n; j += 16) {
-    auto ld = [](const int32_t* p) {
-      return _mm_srai_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), 4);
-    };
-    const __m128i x0 = _mm_packs_epi32(ld(S0 + j), ld(S0 + j + 4));
-    const __m128i x1 = _mm_packs_epi32(ld(S0 + j + 8), ld(S0 + j + 12));
-    const __m128i y0 = _mm_packs_epi32(ld(S1 + j), ld(S1 + j + 4));
-    const __m128i y1 = _mm_packs_epi32(ld(S1 + j + 8), ld(S1 + j + 12));
-    __m128i r0 = _mm_adds_epi16(_mm_mulhi_epi16(x0, b0), _mm_mulhi_epi16(y0, b1));
-    __m128i r1 = _mm_adds_epi16(_mm_mulhi_epi16(x1, b0), _mm_mulhi_epi16(y1, b1));
-    r0 = _mm_srai_epi16(_mm_adds_epi16(r0, two), 2);
-    r1 = _mm_srai_epi16(_mm_adds_epi16(r1, two), 2);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm_packus_epi16(r0, r1));
+    __m128i r[2];
+    for (int i = 0; i < 2; ++i) {
+      r[i] = _mm_adds_epi16(_mm_mulhi_epi16(ld(S0 + j + 8 * i), b0), _mm_mulhi_epi16(ld(S1 + j + 8 * i), b1));
+      r[i] = _mm_srai_epi16(_mm_adds_epi16(r[i], two), 2);
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm_packus_epi16(r[0], r[1]));
   }
 #endif
-  for (; j < n; ++j) d[j] = vlin_one(S0[j], S1[j], b[0], b[1]);
+  constexpr int32_t up = std::is_same_v<HT, int32_t> ? 1 : 16;  // (int16 rows hold h >> 4)
+  for (; j < n; ++j) d[j] = vlin_one(S0[j] * up, S1[j] * up, b[0], b[1]);
 }
 
 // uint8 INTER_LINEAR over one-hot columns (3 or 4 channels; odd integer downscales such
 // as 1920 -> 640): every horizontal sum is S << 11 and the vertical pass reads it as
 // (S << 11) >> 4 packed to int16, so the ring holds S << 7 as int16 (hot_hrow7: half the
-// bytes, no shift and pack per output in the vertical pass, fixed_vrow_hot7).  The same
+// bytes, no shift and pack per output in the vertical pass).  The same
 // values and operations: bit for bit with the int32 ring.  uint8 1920x1080x4 -> 640x640,
 // Zen 1 VM, one thread: see docs/performance.md (forty-second session).
 template <int C>
@@ -1139,31 +1139,6 @@ inline void hot_hrow7(const uint8_t* S, const int64_t* hot, int64_t Lin, int64_t
 #endif
   for (; d < dw; ++d)
     for (int c = 0; c < C; ++c) H[d * C + c] = static_cast<int16_t>(S[hot[d] + c] << 7);
-}
-
-inline void fixed_vrow_hot7(const int16_t* const* rows, const int16_t* b, int64_t n, uint8_t* d,
-                            bool avx2) {
-  const int16_t* S0 = rows[0];
-  const int16_t* S1 = rows[1];
-  int64_t j = 0;
-#ifdef RS_AVX2
-  if (avx2) j = vlin7_avx2(S0, S1, b[0], b[1], n, d);
-#endif
-  (void)avx2;
-#if defined(__SSE2__)
-  const __m128i b0 = _mm_set1_epi16(b[0]), b1 = _mm_set1_epi16(b[1]), two = _mm_set1_epi16(2);
-  for (; j + 16 <= n; j += 16) {
-    __m128i r[2];
-    for (int i = 0; i < 2; ++i) {
-      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(S0 + j + 8 * i));
-      const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(S1 + j + 8 * i));
-      r[i] = _mm_adds_epi16(_mm_mulhi_epi16(x, b0), _mm_mulhi_epi16(y, b1));
-      r[i] = _mm_srai_epi16(_mm_adds_epi16(r[i], two), 2);
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm_packus_epi16(r[0], r[1]));
-  }
-#endif
-  for (; j < n; ++j) d[j] = vlin_one(int32_t(S0[j]) << 4, int32_t(S1[j]) << 4, b[0], b[1]);
 }
 
 // Vertical pass, cubic (VResizeCubic<uchar> with VResizeCubicVec_32s8u): float32 for
@@ -1343,7 +1318,7 @@ inline void cv_resize_fixed(const uint8_t* x, int64_t h, int64_t w, int64_t C, i
         else hot_hrow7<4>(src, hot.data(), Lin, dw, H);
       };
       auto vrow = [&](const int16_t* const* rows, int64_t yo, uint8_t* d) {
-        fixed_vrow_hot7(rows, t.yb.data() + 2 * yo, Lout, d, avx2);
+        fixed_vrow_linear(rows, t.yb.data() + 2 * yo, Lout, d, avx2);
       };
       ring_apply<uint8_t, int16_t>(img, dh, Lout, 2, t.yr.data(), hrow, vrow, out, nthreads);
       release_tables(t, dw, dh);
