@@ -262,10 +262,11 @@ def test_odd_integer_downscales_of_integer_images(dtype):
     """An odd integer downscale (1920 -> 640) gives every column one tap of weight 1 and
     the others 0, so the horizontal sums of an integer image are exact and taken as a
     widening gather (uint8 linear, linear_exact and cubic, 16-bit linear and cubic, 3 and 4
-    channels; 16-bit one-channel rows in the x86-64-v3 build: hot_stride_row's 8-column
-    steps, factors 3, 5 and 7, and its tail).  Wide rows (the paired steps and the scalar tail), factors 3 to 11, row
-    views with an offset and a negative stride, a non-integer vertical scale: bit for bit
-    with the reference and with cv2 (IPP off)."""
+    channels, uint8 linear into an int16 ring; 16-bit one-channel rows in the x86-64-v3
+    build: hot_stride_row's 8-column steps, factors 3, 5 and 7, and its tail).  Wide rows
+    (the paired steps and the scalar tail), factors 3 to 11, row views with an offset and
+    a negative stride, a non-integer vertical scale: bit for bit with the reference and
+    with cv2 (IPP off)."""
     cv2 = peer("cv2")
     rng = _rng(23)
     with _ipp(cv2, False):
@@ -290,9 +291,8 @@ def test_exact_2x_upscales(dtype):
     """dw = 2w (linear): the x86-64-v3 and -v4 builds compute the horizontal sums of
     interior pixels from three contiguous windows and interleave them (up2_run), 1-4
     channels; widths around its steps (-v4: 16 / C pixels, -v3: 8 / C, C = 3: 2) and its
-    load bounds, views, NaN and infinities
-    in float rows, INTER_AREA's upscale (other coefficients: the tables' path): bit for
-    bit with the reference and cv2 (IPP off)."""
+    load bounds, views, NaN and infinities in float rows, INTER_AREA's upscale (other
+    coefficients: the tables' path): bit for bit with the reference and cv2 (IPP off)."""
     cv2 = peer("cv2")
     rng = _rng(29)
     with _ipp(cv2, False):

@@ -24,8 +24,8 @@
 // * one-hot columns (every horizontal tap weight 0 or 1: odd integer downscales such as
 //   1920 -> 640, or an unchanged width): the horizontal sums of an integer image are then
 //   exact, so uint8 linear / linear_exact / cubic and 16-bit linear / cubic rows of 3 and
-//   4 channels take a widening gather (hot_pass; uint8 INTER_LINEAR: hot_hrow7, whose
-//   int16 ring is what the vertical pass would have packed), one-channel 16-bit rows of
+//   4 channels take a widening gather (hot_pass; uint8 INTER_LINEAR into an int16 ring,
+//   what the vertical pass would have packed), one-channel 16-bit rows of
 //   the x86-64-v3 build in-lane byte shuffles (hot_stride_row); the vertical sums are
 //   unchanged.
 // * exact 2x linear upscales (dw = 2w) of 16-bit and float32 rows, x86-64-v3 and -v4:
@@ -393,6 +393,15 @@ inline void hot_sum4(const uint8_t* p, int32_t* h) {
 }
 template <int Bits, typename T>
 inline void hot_sum4(const T* p, float* h) { _mm_storeu_ps(h, load4f<T>(p)); }
+// uint8 INTER_LINEAR's int16 ring (cv_resize_fixed): S << 7, what the vertical pass makes
+// of the int32 sum S << 11 (shift by 4, pack)
+template <int Bits>
+inline void hot_sum4(const uint8_t* p, int16_t* h) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  const __m128i x = _mm_unpacklo_epi8(_mm_cvtsi32_si128(int(v)), _mm_setzero_si128());
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(h), _mm_slli_epi16(x, Bits));
+}
 #endif
 
 // A source value as the horizontal sum of a one-hot column.
@@ -416,6 +425,21 @@ inline void hot_sum4x2(const uint8_t* p, const uint8_t* q, int32_t* h) {
   } else {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm256_castsi256_si128(x));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(h + C), _mm256_extracti128_si256(x, 1));
+  }
+}
+template <int C, int Bits>
+inline void hot_sum4x2(const uint8_t* p, const uint8_t* q, int16_t* h) {
+  uint32_t a, b;
+  std::memcpy(&a, p, 4);
+  std::memcpy(&b, q, 4);
+  const __m128i x = _mm_slli_epi16(
+      _mm_cvtepu8_epi16(_mm_unpacklo_epi32(_mm_cvtsi32_si128(int(a)), _mm_cvtsi32_si128(int(b)))),
+      Bits);
+  if constexpr (C == 4) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h), x);
+  } else {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(h), x);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(h + C), _mm_unpackhi_epi64(x, x));
   }
 }
 template <int C, int Bits, typename T>
@@ -1009,19 +1033,25 @@ inline void fixed_hrow(const uint8_t* S, const FixedTables& t, int64_t C, int64_
   }
 }
 
+// The hot tap of every column of t's tables (weights in units of 2^Bits) where each is
+// one tap of weight 2^Bits and the row has 3 or 4 channels, else nothing.
+template <int Bits>
+inline std::vector<int64_t> fixed_hot(const FixedTables& t, int64_t C, int64_t dw) {
+  if (C != 3 && C != 4) return {};
+  return one_hot_taps<int16_t>(t.xo.data(), t.xa.data(), t.K, dw, int16_t(1 << Bits));
+}
+
 // The uint8 horizontal pass over t's tables, whose weights are in units of 2^Bits (11:
-// INTER_LINEAR / INTER_CUBIC, 8: INTER_LINEAR_EXACT): the one-hot gather where every
-// column of a 3- or 4-channel row is one tap of weight 2^Bits, else fixed_hrow.  uint8
+// INTER_LINEAR / INTER_CUBIC, 8: INTER_LINEAR_EXACT): the one-hot gather over `hot`
+// (fixed_hot) where it is not empty, else fixed_hrow.  uint8
 // 1920x1080x3 -> 640x640, 2 threads, back to back: on the AMD EPYC VM linear ran 0.24 ms
 // with fixed_hrow's pair steps and 0.27 with the gather (cubic 0.31 -> 0.27); on the Intel
 // AVX-512 FP16 VM (thirty-second session, one process) linear 0.45 -> 0.33, linear_exact
 // 0.49 -> 0.38 and 4 channels 0.35 -> 0.33, where the pair steps had left the second
 // thread nearly idle (1 thread 0.44 ms, 2 threads 0.42).
 template <int Bits>
-inline auto fixed_hpass(const FixedTables& t, int64_t C, int64_t w, int64_t dw, bool avx2) {
-  std::vector<int64_t> hot;
-  if (C == 3 || C == 4)
-    hot = one_hot_taps<int16_t>(t.xo.data(), t.xa.data(), t.K, dw, int16_t(1 << Bits));
+inline auto fixed_hpass(const FixedTables& t, int64_t C, int64_t w, int64_t dw, bool avx2,
+                        std::vector<int64_t> hot) {
   return [&t, C, Lin = w * C, dw, avx2, hot = std::move(hot)](const uint8_t* src, int32_t* H) {
     if (hot.empty()) return fixed_hrow(src, t, C, dw, H, avx2);
     hot_pass<Bits>(src, hot.data(), C, Lin, dw, H);
@@ -1044,7 +1074,7 @@ __attribute__((target("avx2"))) inline __m256i vlin16_avx2(__m256i x, __m256i y,
 }
 
 // The vertical pass on ring rows of the horizontal sums h (int32) or of h >> 4 (int16,
-// hot_hrow7's): 32 outputs a step.
+// cv_resize_fixed's one-hot ring): 32 outputs a step.
 template <typename HT>
 __attribute__((target("avx2"))) inline int64_t vlin_avx2(const HT* S0, const HT* S1, int16_t b0s,
                                                          int16_t b1s, int64_t n, uint8_t* d) {
@@ -1110,35 +1140,6 @@ inline void fixed_vrow_linear(const HT* const* rows, const int16_t* b, int64_t n
 #endif
   constexpr int32_t up = std::is_same_v<HT, int32_t> ? 1 : 16;  // (int16 rows hold h >> 4)
   for (; j < n; ++j) d[j] = vlin_one(S0[j] * up, S1[j] * up, b[0], b[1]);
-}
-
-// uint8 INTER_LINEAR over one-hot columns (3 or 4 channels; odd integer downscales such
-// as 1920 -> 640): every horizontal sum is S << 11 and the vertical pass reads it as
-// (S << 11) >> 4 packed to int16, so the ring holds S << 7 as int16 (hot_hrow7: half the
-// bytes, no shift and pack per output in the vertical pass).  The same
-// values and operations: bit for bit with the int32 ring.  uint8 1920x1080x4 -> 640x640,
-// Zen 1 VM, one thread: see docs/performance.md (forty-second session).
-template <int C>
-inline void hot_hrow7(const uint8_t* S, const int64_t* hot, int64_t Lin, int64_t dw, int16_t* H) {
-  int64_t d = 0;
-#if defined(__SSE2__)
-  const __m128i z = _mm_setzero_si128();
-  auto px = [&](int64_t e) {  // pixel e's 4 bytes (C = 3: and the next one's first)
-    uint32_t v;
-    std::memcpy(&v, S + hot[e], 4);
-    return _mm_cvtsi32_si128(static_cast<int>(v));
-  };
-  if constexpr (C == 4) {
-    for (; d + 2 <= dw && std::max(hot[d], hot[d + 1]) + 4 <= Lin; d += 2)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(H + d * 4),
-                       _mm_slli_epi16(_mm_unpacklo_epi8(_mm_unpacklo_epi32(px(d), px(d + 1)), z), 7));
-  }
-  for (; d < dw && hot[d] + 4 <= Lin; ++d)  // (C = 3: the fourth lane lands on the next pixel)
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(H + d * C),
-                     _mm_slli_epi16(_mm_unpacklo_epi8(px(d), z), 7));
-#endif
-  for (; d < dw; ++d)
-    for (int c = 0; c < C; ++c) H[d * C + c] = static_cast<int16_t>(S[hot[d] + c] << 7);
 }
 
 // Vertical pass, cubic (VResizeCubic<uchar> with VResizeCubicVec_32s8u): float32 for
@@ -1309,23 +1310,25 @@ inline void cv_resize_fixed(const uint8_t* x, int64_t h, int64_t w, int64_t C, i
   const Img<uint8_t> img{x, h, w, C, rs};
   const int64_t Lout = dw * C;
   const bool avx2 = rsk::use_avx2();
-  if (t.K == 2 && (C == 3 || C == 4)) {
-    const std::vector<int64_t> hot =
-        one_hot_taps<int16_t>(t.xo.data(), t.xa.data(), 2, dw, int16_t(1 << 11));
-    if (!hot.empty()) {
-      auto hrow = [&, Lin = w * C](const uint8_t* src, int16_t* H) {
-        if (C == 3) hot_hrow7<3>(src, hot.data(), Lin, dw, H);
-        else hot_hrow7<4>(src, hot.data(), Lin, dw, H);
-      };
-      auto vrow = [&](const int16_t* const* rows, int64_t yo, uint8_t* d) {
-        fixed_vrow_linear(rows, t.yb.data() + 2 * yo, Lout, d, avx2);
-      };
-      ring_apply<uint8_t, int16_t>(img, dh, Lout, 2, t.yr.data(), hrow, vrow, out, nthreads);
-      release_tables(t, dw, dh);
-      return;
-    }
+  std::vector<int64_t> hot = fixed_hot<11>(t, C, dw);
+  if (t.K == 2 && !hot.empty()) {
+    // INTER_LINEAR over one-hot columns (odd integer downscales such as 1920 -> 640):
+    // every horizontal sum is S << 11, which the vertical pass reads as (S << 11) >> 4
+    // packed to int16, so the ring holds S << 7 as int16 (hot_sum4 / hot_sum4x2's int16
+    // overloads): half the bytes, no shift and pack per output in the vertical pass, the
+    // same values.  uint8 1920x1080x4 -> 640x640, Zen 1 VM, one thread: 1.35 -> 0.97 ms
+    // (docs/performance.md, forty-second session).
+    auto hrow = [&, Lin = w * C](const uint8_t* src, int16_t* H) {
+      hot_pass<7>(src, hot.data(), C, Lin, dw, H);
+    };
+    auto vrow = [&](const int16_t* const* rows, int64_t yo, uint8_t* d) {
+      fixed_vrow_linear(rows, t.yb.data() + 2 * yo, Lout, d, avx2);
+    };
+    ring_apply<uint8_t, int16_t>(img, dh, Lout, 2, t.yr.data(), hrow, vrow, out, nthreads);
+    release_tables(t, dw, dh);
+    return;
   }
-  const auto hrow = fixed_hpass<11>(t, C, w, dw, avx2);
+  const auto hrow = fixed_hpass<11>(t, C, w, dw, avx2, std::move(hot));
   if (t.K == 2) {
     auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
       fixed_vrow_linear(rows, t.yb.data() + 2 * yo, Lout, d, avx2);
@@ -2704,7 +2707,7 @@ inline void exact_u8(const uint8_t* x, int64_t h, int64_t w, int64_t C, int64_t 
   const Img<uint8_t> img{x, h, w, C, rs};
   const int64_t Lout = dw * C;
   const bool avx2 = rsk::use_avx2();
-  const auto hrow = fixed_hpass<8>(t, C, w, dw, avx2);
+  const auto hrow = fixed_hpass<8>(t, C, w, dw, avx2, fixed_hot<8>(t, C, dw));
   auto vrow = [&](const int32_t* const* rows, int64_t yo, uint8_t* d) {
     const int32_t b0 = t.yb[2 * yo], b1 = t.yb[2 * yo + 1];
     int64_t j = 0;
