@@ -286,6 +286,35 @@ def test_odd_integer_downscales_of_integer_images(dtype):
                             _check(got, want, (flag, img.shape, k, dh))
 
 
+def test_integer_downscales_of_float_rows():
+    """An integer downscale s gives every interior column the same weights and a first tap
+    s elements after the last one, which one-channel float32 rows of the x86-64-v3 build
+    take 4 columns at a time from blended loads (const_stride_steps: s = 1, 2, 3, 5, 6, 7;
+    s = 4 and 8 stay on the window steps).  Factors 1 to 8, linear and cubic, rows views
+    with an offset and a negative stride, NaN, infinities and -0.0 on every phase of the
+    stride (a zero weight's tap makes inf NaN; -0.0 keeps or loses its sign by the zero
+    products' signs); widths k dw + 1, whose interior columns keep the step k for the whole
+    row with weights that drift (they must take the window steps): bit for bit with the
+    reference and cv2 (IPP off)."""
+    cv2 = peer("cv2")
+    rng = _rng(31)
+    base = _image(rng, (13, 843), "float32")
+    for j, v in enumerate((np.nan, np.inf, -np.inf, -0.0, 0.0, -5.0)):
+        base[2 + j % 9, 37 + 11 * j: 843: 97] = v
+    base[9] = -0.0
+    base[10, ::2] = 0.0
+    with _ipp(cv2, False):
+        for img in (base[:, :840], base[::-1, 3:], base[:, :841], base[::-1, 2:]):
+            for k in range(1, 9):
+                for flag in ("LINEAR", "CUBIC"):
+                    ds = (840 // k, 6)
+                    with np.errstate(invalid="ignore"):
+                        want = cv_resize_ref(img, ds, 0, 0, FLAGS[flag])
+                    _check(cv2.resize(img, ds, interpolation=FLAGS[flag]), want,
+                           ("cv2", flag, k))
+                    _check(fcv.resize(img, ds, interpolation=FLAGS[flag]), want, (flag, k))
+
+
 @pytest.mark.parametrize("dtype", ["uint16", "int16", "float32"])
 def test_exact_2x_upscales(dtype):
     """dw = 2w (linear): the x86-64-v3 and -v4 builds compute the horizontal sums of

@@ -559,6 +559,67 @@ inline void hot_stride_row(const T* S, const int64_t* hot, int64_t Lin, int64_t 
 }
 #endif
 
+// One-channel float32 rows whose interior columns step by a constant s source elements
+// with the same K weights in every column: an integer downscale (1920 -> 640 is s = 3
+// with weights (1, 0) linear, (0, 1, 0, 0) cubic; s = 2 or 6 with (0.5, 0.5) linear).  The
+// x86-64-v3 build takes 4 outputs from the 4-element loads that cover their taps, tap k
+// of the 4 put in place by two blends and one shufps (in-lane: Zen 1 runs a cross-lane
+// permute in 3 to 8 uops), then the window pass's sequence ((t0 c0 + t1 c1) + t2 c2) +
+// t3 c3 with the columns' own weights, so a zero weight's tap still turns an infinity into
+// NaN and keeps its zero's sign, as in OpenCV.  The window pass loads a window and an
+// offset per column and transposes them: 0.68 ns per output against 0.33 here, one row
+// of 1920 -> 640 in L2 on the Zen 1 VM (docs/performance.md, forty-third session).
+// s % 4 != 0: tap k of outputs 0 and 1 (2 and 3) must sit in different lanes of their loads.
+constexpr int64_t kConstStrideMax = 7;
+
+constexpr int64_t const_stride_loads(int64_t s, int K) { return (3 * s + K - 1) / 4 + 1; }
+
+#if defined(__AVX2__)
+// tap E of outputs 0-3 (elements E, S + E, 2S + E, 3S + E of the loads L)
+template <int S, int E>
+RS_INLINE __m128 const_stride_tap(const __m128* L) {
+  constexpr int p0 = E % 4, p1 = (S + E) % 4, p2 = (2 * S + E) % 4, p3 = (3 * S + E) % 4;
+  static_assert(p0 != p1 && p2 != p3, "s % 4 == 0");
+  const __m128 x = _mm_blend_ps(L[E / 4], L[(S + E) / 4], 1 << p1);
+  const __m128 y = _mm_blend_ps(L[(2 * S + E) / 4], L[(3 * S + E) / 4], 1 << p3);
+  return _mm_shuffle_ps(x, y, p0 | p1 << 2 | p2 << 4 | p3 << 6);
+}
+
+template <int S, int K>
+inline void const_stride_steps(const float* B, int64_t n, const float* c, float* H) {
+  constexpr int NL = static_cast<int>(const_stride_loads(S, K));
+  __m128 w[K];
+  for (int k = 0; k < K; ++k) w[k] = _mm_set1_ps(c[k]);
+  for (int64_t g = 0; g < n; ++g) {  // n groups of 4 outputs, the first at B
+    const float* p = B + 4 * S * g;
+    __m128 L[NL];
+    for (int i = 0; i < NL; ++i) L[i] = _mm_loadu_ps(p + 4 * i);
+    __m128 acc = _mm_add_ps(_mm_mul_ps(const_stride_tap<S, 0>(L), w[0]),
+                            _mm_mul_ps(const_stride_tap<S, 1>(L), w[1]));
+    if constexpr (K == 4) {
+      acc = _mm_add_ps(acc, _mm_mul_ps(const_stride_tap<S, 2>(L), w[2]));
+      acc = _mm_add_ps(acc, _mm_mul_ps(const_stride_tap<S, 3>(L), w[3]));
+    }
+    _mm_storeu_ps(H + 4 * g, acc);
+  }
+}
+
+using ConstStride = void (*)(const float*, int64_t, const float*, float*);
+
+template <int K>
+ConstStride const_stride_fn(int64_t s) {
+  switch (s) {
+    case 1: return const_stride_steps<1, K>;
+    case 2: return const_stride_steps<2, K>;
+    case 3: return const_stride_steps<3, K>;
+    case 5: return const_stride_steps<5, K>;
+    case 6: return const_stride_steps<6, K>;
+    case 7: return const_stride_steps<7, K>;
+    default: return nullptr;
+  }
+}
+#endif
+
 template <int Bits = 11, typename T, typename HT>
 inline void hot_pass(const T* S, const int64_t* hot, int64_t C, int64_t Lin, int64_t dw, HT* H) {
   if (C == 3) hot_hrow<3, Bits>(S, hot, Lin, dw, H); else hot_hrow<4, Bits>(S, hot, Lin, dw, H);
@@ -2364,6 +2425,11 @@ struct FloatPlan {
   Up2 up2 = nullptr;
   HRun run = nullptr;
   int64_t f0 = 0, f1 = 0, cstride = 0;
+  // const_stride_steps over sn groups of 4 columns from f0 (x86-64-v3, float32, C = 1),
+  // sw: their K weights
+  void (*srun)(const float*, int64_t, const float*, float*) = nullptr;
+  int64_t sn = 0;
+  float sw[4] = {};
 
   bool same(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_t dw_, int kind_,
             double sx, double ix, double sy, double iy) const {
@@ -2471,6 +2537,25 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
     if constexpr (std::is_same_v<WT, float>)
       if (perm_rows<T>(C_, K)) perm = perm_table<T>(o0.data(), f0, f1, Lin, K);
   }
+  srun = nullptr;
+  sn = 0;
+#if defined(__AVX2__)
+  if constexpr (std::is_same_v<T, float> && kHotStride1)
+    if (run && C_ == 1 && f1 - f0 >= 16) {
+      const int64_t s = o0[f0 + 1] - o0[f0];
+      bool same = s >= 1 && s <= kConstStrideMax && s % 4 != 0;
+      for (int64_t d = f0 + 1; same && d < f1; ++d)
+        same = o0[d] - o0[d - 1] == s &&
+               std::memcmp(&xa[d * K], &xa[f0 * K], sizeof(float) * K) == 0;
+      // groups g whose loads [o0[f0] + 4 s g, + 4 loads) lie in the row
+      const int64_t room = Lin - o0[f0] - 4 * const_stride_loads(s, K);
+      if (same && room >= 0) {
+        srun = K == 2 ? const_stride_fn<2>(s) : const_stride_fn<4>(s);
+        sn = std::min((f1 - f0) / 4, room / (4 * s) + 1);
+        std::memcpy(sw, &xa[f0 * K], sizeof(float) * K);
+      }
+    }
+#endif
   cstride = pairs ? 8 * dw_ : dw_ * Lp;
   w = w_, C = C_, dh = dh_, dw = dw_, kind = kind_;
   scale_x = scale_x_, inv_x = inv_x_, scale_y = scale_y_, inv_y = inv_y_;
@@ -2526,6 +2611,9 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
   const WT* cw_p = plan.cw.data();
   const int32_t* perm_p = plan.perm.empty() ? nullptr : plan.perm.data();
   const int64_t* hot_p = plan.hot.empty() ? nullptr : plan.hot.data();
+  const auto srun = plan.srun;
+  const int64_t sn = plan.sn;
+  const float* sw_p = plan.sw;
   const bool prefetch = prefetch_rows<T>(h, rs);
   auto hrow = [=](const T* S, WT* H) {
     if constexpr (std::is_integral_v<T>)
@@ -2545,7 +2633,11 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     }
     int64_t d = 0;
     for (; d < f0; ++d) pixel(S, H, d);
-    if (run) d = run(S, o0_p, cw_p, cstride, f0, f1, perm_p, prefetch, H);
+    if (srun) {
+      if constexpr (std::is_same_v<T, float>) srun(S + o0_p[f0], sn, sw_p, H + f0);
+      d = f0 + 4 * sn;
+    }
+    if (run) d = run(S, o0_p, cw_p, cstride, d, f1, perm_p, prefetch, H);
     for (; d < dw; ++d) pixel(S, H, d);
   };
   constexpr int64_t lanes = FloatPath<T>::kCubicLanes;
