@@ -179,11 +179,23 @@ def _cases():
                                                shape[2] > 1 else ())
                 out.append(("fast_resize", f"cv.resize {dt.__name__} {shape} {size} dst",
                             lambda x=img, z=size, o=oshape: fcv.resize(x, z, np.empty(o, x.dtype))))
+        # crops of a larger image (rows of contiguous pixels at a stride), one-row crops
+        base, gray = _data(rng, (12, 17, 3), dt), _data(rng, (12, 17, 1), dt)
+        for crop in (base[2:10, 3:14], gray[2:10, 3:14], base[5:6, 1:16], base[1:9, 4:5],
+                     gray[3:11, 2:16, 0]):
+            h, w = crop.shape[:2]
+            for size in [(w * 2 + 1, h + 3), (max(w // 2, 1), max(h // 2, 1)), (3, 2)]:
+                for flag in (fcv.INTER_LINEAR, fcv.INTER_CUBIC, fcv.INTER_NEAREST):
+                    out.append(("fast_resize", f"cv.resize {dt.__name__} crop {crop.shape} "
+                                f"{size} {flag}",
+                                lambda x=crop, z=size, f=flag: fcv.resize(x, z, interpolation=f)))
     big = rng.integers(0, 256, (300, 400, 3)).astype(np.uint8)       # threads, pooled output
     for dt in (np.uint8, np.float32):
         for size in [(640, 480), (200, 150), (133, 100)]:
             out.append(("fast_resize", f"cv.resize {dt.__name__} big {size}",
                         lambda x=big.astype(dt), z=size: fcv.resize(x, z)))
+            out.append(("fast_resize", f"cv.resize {dt.__name__} big crop {size}",
+                        lambda x=big.astype(dt)[7:291, 13:388], z=size: fcv.resize(x, z)))
     # the scatter family takes any size: threads without the GIL, pooled outputs (>= 1 MiB)
     for dt in (np.float32, np.int8):
         data = _data(rng, (700, 600), dt)
@@ -455,7 +467,14 @@ def test_uncovered_calls_decline(monkeypatch):
              lambda: fcv.resize(x.astype(np.float16), (5, 2)),
              lambda: fcv.resize(np.asfortranarray(x), (5, 2)),
              lambda: fcv.resize(x.astype(x.dtype.newbyteorder()), (5, 2)),
-             lambda: fcv.resize(x[:, ::2], (5, 2))]
+             lambda: fcv.resize(x[:, ::2], (5, 2)),
+             lambda: fcv.resize(x[::-1], (5, 2)),                          # rows upward
+             lambda: fcv.resize(np.ones((4, 5, 3), np.float32)[:, :, :1], (5, 2)),  # a channel
+             lambda: fcv.resize(np.lib.stride_tricks.as_strided(             # rows that
+                 y, (3, 4), (4, 4), writeable=False), (5, 2)),               # overlap
+             # a crop whose extent (first row's start to last row's end) holds dst
+             lambda: (lambda b: fcv.resize(b[:4, :5], (5, 2),
+                                           b.ravel()[30:40].reshape(2, 5)))(np.ones((8, 10), np.float32))]
     seen = _spy(monkeypatch)
     fast = [c() for c in calls]
     assert [took for _, took in seen] == [False] * len(calls), seen

@@ -11,7 +11,8 @@
 # else it returns None and the public function goes on with its general path, whose
 # validation owns every error message; so a fast path never raises for bad input.
 # Exceptions to the size bound (plain_any): cv_resize.fast_resize takes images of any
-# size (the general path's ~12 us of Python was as much as a 224x224 resize), and the
+# size (the general path's ~12 us of Python was as much as a 224x224 resize) and crops
+# of larger ones (rows of contiguous pixels at a positive stride), and the
 # scatter family's fast paths arrays of any size (8-16 us, a quarter of a 42k-element
 # last-axis gather); above kParallelGrain elements they run get_num_threads() threads
 # without the GIL, as the general path would, and outputs of kPoolMinBytes or more come

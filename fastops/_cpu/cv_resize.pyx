@@ -61,8 +61,8 @@ cdef extern from "cv_resize.hpp" namespace "fastops" nogil:
         const int64_t* cy, const float* wy, int64_t Ky, const int64_t* fx, const int64_t* cx,
         const float* wx, int64_t Kx, T* out, int64_t dh, int64_t dw, int nthreads) except +
     bint c_resize_takes "fastops::cv_resize_takes"(int typenum)
-    bint c_resize_contiguous "fastops::cv_resize_contiguous"(
-        int typenum, const void* x, int64_t h, int64_t w, int64_t C, int interp, double sx,
+    bint c_resize_rows "fastops::cv_resize_rows"(
+        int typenum, const void* x, int64_t h, int64_t w, int64_t C, int64_t rs, int interp, double sx,
         double inv_x, double sy, double inv_y, int64_t isx, int64_t isy, void* out,
         int64_t dh, int64_t dw, int nthreads) except +
 
@@ -155,9 +155,28 @@ cdef inline int64_t _round_int(double v) noexcept nogil:
     return <int64_t>nearbyint(v) if v < 2147483647.0 else 2147483647
 
 
+cdef inline int64_t _rows_of_pixels(cnp.ndarray a, int64_t h, int64_t w, int64_t C) noexcept:
+    """The row stride in elements of an image whose rows are w * C contiguous elements at a
+    positive stride (C-contiguous, or a crop img[y0:y1, x0:x1] of a larger one), else -1.
+    (Strides of axes of length 1 are arbitrary in NumPy, and ignored.)"""
+    if cnp.PyArray_IS_C_CONTIGUOUS(a):
+        return w * C
+    cdef int64_t item = cnp.PyArray_ITEMSIZE(a)
+    cdef cnp.npy_intp* s = cnp.PyArray_STRIDES(a)
+    if (C > 1 and s[2] != item) or (w > 1 and s[1] != C * item):
+        return -1
+    if h == 1:
+        return w * C
+    if s[0] <= 0 or s[0] % item or s[0] < w * C * item:
+        return -1
+    return s[0] // item
+
+
 def fast_resize(img, dsize, dst, interpolation):
-    """cv.resize of a C-contiguous, aligned, native-order NumPy uint8, uint16, int16,
-    float32 or float64 image, 2-D or 3-D, to a dsize given as a tuple or list of two
+    """cv.resize of an aligned, native-order NumPy uint8, uint16, int16, float32 or float64
+    image, 2-D or 3-D, C-contiguous or a crop of one (rows of contiguous pixels at a
+    positive stride: img[y0:y1, x0:x1] took ~30 us of Python on the general path), to a
+    dsize given as a tuple or list of two
     positive Python ints, with INTER_NEAREST, INTER_NEAREST_EXACT, or INTER_LINEAR,
     INTER_CUBIC or INTER_AREA where hal::resize runs the separable filters or
     resizeAreaFast_ (fastops.cv._dispatch_modes' routing), into a new array or into a dst
@@ -179,13 +198,16 @@ def fast_resize(img, dsize, dst, interpolation):
         return None
     cdef cnp.ndarray a = <cnp.ndarray>img
     cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a)
-    if (nd != 2 and nd != 3) or not (cnp.PyArray_ISCARRAY_RO(a) and cnp.PyArray_ISNOTSWAPPED(a)) \
+    if (nd != 2 and nd != 3) or not (cnp.PyArray_ISALIGNED(a) and cnp.PyArray_ISNOTSWAPPED(a)) \
             or cnp.PyArray_SIZE(a) == 0 or sizeof(cnp.npy_intp) != sizeof(int64_t):
         return None
     if not c_resize_takes(typenum):
         return None
     cdef int64_t h = cnp.PyArray_DIMS(a)[0], w = cnp.PyArray_DIMS(a)[1]
     cdef int64_t C = cnp.PyArray_DIMS(a)[2] if nd == 3 else 1
+    cdef int64_t rs = _rows_of_pixels(a, h, w, C)
+    if rs < 0:
+        return None
     cdef int64_t dw = dw_obj, dh = dh_obj
     cdef int interp = interpolation
     if (dh == h and dw == w) or dh * dw > ((1 << 62) // C) // cnp.PyArray_ITEMSIZE(a):
@@ -220,7 +242,7 @@ def fast_resize(img, dsize, dst, interpolation):
                 or cnp.PyArray_DIMS(d)[0] != dh or cnp.PyArray_DIMS(d)[1] != dw \
                 or (C != 1 and cnp.PyArray_DIMS(d)[2] != C) \
                 or not (cnp.PyArray_ISCARRAY(d) and cnp.PyArray_ISNOTSWAPPED(d)) \
-                or (lo < <char*>cnp.PyArray_DATA(a) + cnp.PyArray_NBYTES(a)
+                or (lo < <char*>cnp.PyArray_DATA(a) + ((h - 1) * rs + w * C) * cnp.PyArray_ITEMSIZE(a)
                     and <char*>cnp.PyArray_DATA(a) < hi):
             return None
         out = d
@@ -234,10 +256,10 @@ def fast_resize(img, dsize, dst, interpolation):
     cdef const void* x = cnp.PyArray_DATA(a)
     cdef void* o = cnp.PyArray_DATA(out)
     if nthreads == 1:       # (a small image: releasing the GIL costs more than the kernel)
-        c_resize_contiguous(typenum, x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy, o, dh,
-                            dw, 1)
+        c_resize_rows(typenum, x, h, w, C, rs, interp, sx, inv_x, sy, inv_y, isx, isy, o, dh,
+                      dw, 1)
     else:
         with nogil:
-            c_resize_contiguous(typenum, x, h, w, C, interp, sx, inv_x, sy, inv_y, isx, isy, o,
-                                dh, dw, nthreads)
+            c_resize_rows(typenum, x, h, w, C, rs, interp, sx, inv_x, sy, inv_y, isx, isy, o,
+                          dh, dw, nthreads)
     return out

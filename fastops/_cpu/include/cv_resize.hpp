@@ -3327,13 +3327,14 @@ inline bool cv_resize_takes(int typenum) {
   return ok;
 }
 
-// cv_resize.pyx fast_resize's entry: a C-contiguous image of NumPy type `typenum` (false,
-// nothing run, unless cv_resize_takes it); isx > 0: resizeAreaFast_ with isx x isy
-// cells, else the separable filter `interp` (fixed point for uint8).
-inline bool cv_resize_contiguous(int typenum, const void* x, int64_t h, int64_t w, int64_t C,
-                                 int interp, double sx, double inv_x, double sy, double inv_y,
-                                 int64_t isx, int64_t isy, void* out, int64_t dh, int64_t dw,
-                                 int nthreads) {
+// cv_resize.pyx fast_resize's entry: an image of NumPy type `typenum` (false, nothing
+// run, unless cv_resize_takes it) whose rows of w * C contiguous elements lie rs elements
+// apart; isx > 0: resizeAreaFast_ with isx x isy cells, else the separable filter
+// `interp` (fixed point for uint8).
+inline bool cv_resize_rows(int typenum, const void* x, int64_t h, int64_t w, int64_t C,
+                           int64_t rs, int interp, double sx, double inv_x, double sy,
+                           double inv_y, int64_t isx, int64_t isy, void* out, int64_t dh,
+                           int64_t dw, int nthreads) {
   bool done = false;
   visit_real(typenum, [&](auto t) {
     using T = decltype(t);
@@ -3346,16 +3347,16 @@ inline bool cv_resize_contiguous(int typenum, const void* x, int64_t h, int64_t 
         cvr::nn_table(w, dw, sx, interp == 6, fw.data());
         visit_word(sizeof(T), [&](auto u) {
           using U = decltype(u);
-          const rsk::View5<U> v{reinterpret_cast<const U*>(xs), 1, h, 1, w, C, h * w * C,
-                                w * C, 0, C, 1};
+          const rsk::View5<U> v{reinterpret_cast<const U*>(xs), 1, h, 1, w, C, h * rs, rs, 0,
+                                C, 1};
           nearest2d<U>(v, fh.data(), dh, fw.data(), dw, reinterpret_cast<U*>(o), nthreads);
         });
       } else if (isx > 0) {
-        cv_area_fast<T>(xs, h, w, C, w * C, isx, isy, o, dh, dw, nthreads);
+        cv_area_fast<T>(xs, h, w, C, rs, isx, isy, o, dh, dw, nthreads);
       } else if constexpr (std::is_same_v<T, uint8_t>) {
-        cv_resize_fixed(xs, h, w, C, w * C, sx, inv_x, sy, inv_y, interp, o, dh, dw, nthreads);
+        cv_resize_fixed(xs, h, w, C, rs, sx, inv_x, sy, inv_y, interp, o, dh, dw, nthreads);
       } else {
-        cv_resize_float<T>(xs, h, w, C, w * C, sx, inv_x, sy, inv_y, interp, o, dh, dw, nthreads);
+        cv_resize_float<T>(xs, h, w, C, rs, sx, inv_x, sy, inv_y, interp, o, dh, dw, nthreads);
       }
       done = true;
     }
