@@ -82,7 +82,7 @@ def _gpu_arguments(name, v, found):
 _NAMESPACES = {"fastops.cv": "cv."}
 
 
-def public(fn=None, *, fast=None):
+def public(fn=None, *, fast=None, fast_outputs=()):
     """Decorator of every public op: a call with GPU arguments runs under their device
     (kernels compiled for it, outputs allocated on it, whatever the current device), and
     arguments on two different GPUs raise TypeError naming them, as mixing CPU and GPU
@@ -94,9 +94,11 @@ def public(fn=None, *, fast=None):
     test: ``args`` are the op's parameter names (strings) and constants, in the fast
     path's order.  Fast paths decline (None) anything but plain NumPy calls, GPU arrays
     included, so nothing else changes; the tiny call saves the test and the op's frame
-    (cv.resize 8x8: 0.25 us of 1.6, issue 14)."""
+    (cv.resize 8x8: 0.25 us of 1.6, issue 14).  A call the fast path declines is offered
+    again with its small array views copied (:func:`fast_path_of_copies`), except the
+    parameters named in ``fast_outputs`` (cv.resize's dst), which the op writes."""
     if fn is None:
-        return lambda f: public(f, fast=fast)
+        return lambda f: public(f, fast=fast, fast_outputs=fast_outputs)
     sig = inspect.signature(fn)
     label = _NAMESPACES.get(fn.__module__, "") + fn.__name__      # "cv.resize"
 
@@ -115,12 +117,12 @@ def public(fn=None, *, fast=None):
         with _cupy().cuda.Device(devices[first]):
             return fn(*args, **kwargs)
 
-    entry = functools.wraps(fn)(_plain_entry(fn, sig, op, fast))
+    entry = functools.wraps(fn)(_plain_entry(fn, sig, op, fast, fast_outputs))
     entry.__fastops_public__ = True
     return entry
 
 
-def _plain_entry(fn, sig, general, fast=None):
+def _plain_entry(fn, sig, general, fast=None, fast_outputs=()):
     """A wrapper with ``fn``'s own parameters (names, defaults, keyword-only ones) that
     calls ``fn`` directly when every argument's type is in _SCALAR_TYPES (NumPy arrays
     and Python scalars: no GPU array can hide there) or is a tuple of such values, and
@@ -155,16 +157,22 @@ def _plain_entry(fn, sig, general, fast=None):
     if fast is not None:
         family, name, args = fast
         names = {p.name for p in params}
-        exprs = []
+        exprs, inputs = [], []
         for k, a in enumerate(args):
             if isinstance(a, str):
                 if a not in names:
                     raise TypeError(f"{fn.__name__}: fast= names no parameter {a!r}")
                 exprs.append(a)
+                if a not in fast_outputs:
+                    inputs.append(k)
             else:
                 namespace[f"_c{k}"] = a
                 exprs.append(f"_c{k}")
         src += (f"    _r = _dispatch.fast_path({family!r}, {name!r}, {', '.join(exprs)})\n"
+                f"    if _r is not None:\n"
+                f"        return _r\n"
+                f"    _r = _dispatch.fast_path_of_copies({family!r}, {name!r}, "
+                f"({''.join(e + ', ' for e in exprs)}), {tuple(inputs)!r})\n"
                 f"    if _r is not None:\n"
                 f"        return _r\n")
     src += (f"    if {test}:\n"
@@ -276,6 +284,26 @@ def fast_path(family, name, *args):
         return fn(*args)
     except MemoryError:
         return None
+
+
+# Views of at most this many elements are copied for the fast paths (fast_path_of_copies):
+# kParallelGrain, the fast paths' own bound on most inputs (common.hpp).
+_FAST_COPY_MAX = 1 << 15
+_contiguous_views = None    # fastops._cpu._runtime.contiguous_views, imported on first use
+
+
+def fast_path_of_copies(family, name, args, inputs):
+    """:func:`fast_path` on ``args`` with every small NumPy view among ``args[i]``, i in
+    ``inputs``, replaced by a C-contiguous copy; None where there is none (or the fast path
+    declines the copies too).  A tiny view's general path cost 20-40 us of Python against
+    the fast path's 1.5-5 us (topk on a (4, 16) slice 25 us, NumPy's own ufuncs on it
+    2.5 us; issue 14); the copy costs well under a microsecond.  Only aligned, native-order
+    views are copied: the fast paths decline the others for their dtype anyway."""
+    global _contiguous_views
+    if _contiguous_views is None:
+        from fastops._cpu._runtime import contiguous_views as _contiguous_views
+    copies = _contiguous_views(args, inputs, _FAST_COPY_MAX)
+    return None if copies is None else fast_path(family, name, *copies)
 
 
 _host_empty = None          # fastops._cpu._pool.empty, imported on the first CPU output

@@ -264,7 +264,8 @@ def _dispatch_modes(be, x3, o3, dh, dw, inv_sx, inv_sy, interp, what):
 
 
 # ------------------------------------------------------------------ public
-@_dispatch.public(fast=("cv_resize", "fast_resize", ("img", "dsize", "dst", "interpolation")))
+@_dispatch.public(fast=("cv_resize", "fast_resize", ("img", "dsize", "dst", "interpolation")),
+                  fast_outputs=("dst",))
 def resize(img: Array, dsize: Optional[Sequence[IntScalar]], dst: Optional[Array] = None,
            fx: FloatScalar = 0, fy: FloatScalar = 0,
            interpolation: IntScalar = INTER_LINEAR) -> Array:

@@ -218,8 +218,11 @@ def _scatter_elements(op, data, indices, updates, axis, reduction, in_place=Fals
                          data.flags.writeable):
         in_place = False
     if not in_place:
-        done = _dispatch.fast_path("scatter", "fast_scatter_elements", data, indices,
-                                   updates, axis, reduction, _REDUCTIONS)
+        args = (data, indices, updates, axis, reduction, _REDUCTIONS)
+        done = _dispatch.fast_path("scatter", "fast_scatter_elements", *args)
+        if done is None:
+            done = _dispatch.fast_path_of_copies("scatter", "fast_scatter_elements", args,
+                                                 (0, 1, 2))
         if done is not None:
             return done
     be, (data, indices, updates) = _dispatch.prepare(op, data=data, indices=indices,

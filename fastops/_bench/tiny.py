@@ -92,6 +92,13 @@ WORKLOADS = [
           onnxruntime=_ort("TopK", ["x"], [np.float32, np.int64], {"axis": -1}, 11,
                            extra=[("k", np.array([2], np.int64))]),
           torch=_torch(lambda torch, t: torch.topk(t["x"], 2))),
+    # a slice: the class scores of 8 detections (YOLO's (N, 85) rows, columns 5:), k=2;
+    # a view takes the fast path as a copy (fastops._dispatch.fast_path_of_copies)
+    _tiny("topk 8x85[:, 5:] float32 view k=2", "topk",
+          lambda: {"x": _rng().standard_normal((8, 85)).astype(np.float32)[:, 5:]},
+          lambda i: fastops.topk(i["x"], 2),
+          numpy=lambda i: (lambda: np.argsort(-i["x"], axis=1, kind="stable")[:, :2]),
+          torch=_torch(lambda torch, t: torch.topk(t["x"], 2))),
     _tiny("cummax 4x16 float32", "cummax", _x((4, 16)),
           lambda i: fastops.cummax(i["x"], 1),
           numpy=lambda i: (lambda: np.maximum.accumulate(i["x"], axis=1)),

@@ -1,10 +1,13 @@
-# OpenMP runtime queries for fastops._threads, the CPU's SIMD support, and the float16
-# conversion every family's build shares.
+# OpenMP runtime queries for fastops._threads, the CPU's SIMD support, the float16
+# conversion every family's build shares, and fastops._dispatch's compiled argument tests.
 import os
 
+cimport numpy as cnp
 cimport openmp
 from libc.stdint cimport int64_t, uint16_t
 from libcpp cimport bool as cbool
+
+cnp.import_array()
 
 
 def max_threads():
@@ -79,6 +82,39 @@ def plain_args(tuple args, frozenset types):
         elif type(a) not in types:
             return False
     return True
+
+
+def contiguous_views(tuple args, tuple inputs, int64_t max_size):
+    """``args`` with each NumPy view among ``args[i]``, i in ``inputs``, of 1 to max_size
+    elements, aligned and in native byte order, replaced by a C-contiguous copy; None
+    where there is no such view (fastops._dispatch.fast_path_of_copies: the fast paths
+    take C-contiguous arrays; compiled, as the copies' Python cost 2 us of 5 for a tiny
+    topk view).  Broadcasts (a stride of 0 on an axis longer than 1) are left alone: the
+    general path may take them as they are (gather_elements' broadcast rows)."""
+    cdef list copies = None
+    cdef cnp.ndarray a
+    cdef Py_ssize_t i
+    cdef int d
+    cdef bint broadcast
+    for i in inputs:
+        x = args[i]
+        if type(x) is not cnp.ndarray:
+            continue
+        a = <cnp.ndarray>x
+        if cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_ISALIGNED(a) \
+                or not cnp.PyArray_ISNOTSWAPPED(a) \
+                or not (0 < cnp.PyArray_SIZE(a) <= max_size):
+            continue
+        broadcast = False
+        for d in range(cnp.PyArray_NDIM(a)):
+            if cnp.PyArray_STRIDES(a)[d] == 0 and cnp.PyArray_DIMS(a)[d] > 1:
+                broadcast = True
+        if broadcast:
+            continue
+        if copies is None:
+            copies = list(args)
+        copies[i] = cnp.PyArray_NewCopy(a, cnp.NPY_CORDER)
+    return None if copies is None else tuple(copies)
 
 
 cdef extern from "half.hpp" namespace "fastops":
