@@ -85,7 +85,7 @@ def _frame(mode, size=(640, 640), shape=_FRAME, dtype=np.uint8, quick=True, heav
 def _sweep():
     """Issue 14's sweep: image type x channels x filter on a 1080p frame, the common
     preprocessing sizes (a VGA frame to a 224x224 network input, a 224x224 image halved,
-    a VGA upscale), 16-bit and float32 1080p frames halved, and float64.  uint8
+    a VGA upscale), 16-bit and float32 1080p frames halved, float64, and 1080p -> 720p.  uint8
     3-channel 1080p is WORKLOADS' own."""
     out = []
     for dtype in (np.uint8, np.uint16, np.float32):
@@ -112,6 +112,13 @@ def _sweep():
             out.append(_frame("linear", size=(960, 540), shape=shape, dtype=dtype,
                               quick=False))
     out.append(_frame("linear", dtype=np.float64, quick=False))
+    # 1080p -> 720p: a non-integer downscale (1.5x), where 640x640's 3x columns are one-hot
+    # or of one step (const_stride_steps) and these take every tap
+    for dtype in (np.uint8, np.uint16, np.float32):
+        for C in (1, 3):
+            shape = _FRAME[:2] if C == 1 else _FRAME
+            out.append(_frame("linear", size=(1280, 720), shape=shape, dtype=dtype,
+                              quick=False))
     return out
 
 

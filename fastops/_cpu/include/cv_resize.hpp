@@ -1463,6 +1463,28 @@ RS_INLINE void store4_16(__m128 v, T* d) {
 // lane computes ((t0 * c0 + t1 * c1) + t2 * c2) + t3 * c3, the scalar sequence.
 // (float32 1920x1080 -> 640x640 linear, 2 threads: C = 1 1.31 -> see docs/performance.md)
 
+// One-channel rows with two taps (linear) load each pixel's tap pair, not a 4-element
+// window: taps 0 and 1 are consecutive, and an 8-byte load crosses a cache line at 1 of
+// 16 float offsets where the window's 16-byte one does at 3.  float32 1920 -> 1280, the
+// horizontal pass in L2 on the Zen 1 VM: 0.51 ns per output against the windows'
+// 0.69-0.84 (docs/performance.md, forty-third session).
+// The 2 floats at a and the 2 at b: a0 a1 b0 b1.  (movlps / movhps: builtins that take any
+// alignment; _mm_load_sd dereferences a double*, which UBSan rejects at a float's.)
+RS_INLINE __m128 pair2f(const float* a, const float* b) {
+  const __m128 lo = _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(a));
+  return _mm_loadh_pi(lo, reinterpret_cast<const __m64*>(b));
+}
+
+// 16-bit: the pairs at o[0..3] as four int32 lanes (tap 0 in the low half, tap 1 high)
+template <typename T>
+RS_INLINE __m128i pairs4_16(const T* S, const int64_t* o) {
+  int32_t v[4];
+  for (int j = 0; j < 4; ++j) std::memcpy(&v[j], S + o[j], 4);
+  const __m128i a = _mm_unpacklo_epi32(_mm_cvtsi32_si128(v[0]), _mm_cvtsi32_si128(v[1]));
+  const __m128i b = _mm_unpacklo_epi32(_mm_cvtsi32_si128(v[2]), _mm_cvtsi32_si128(v[3]));
+  return _mm_unpacklo_epi64(a, b);
+}
+
 struct Lane128 {
   using V = __m128;
   static constexpr int kGroups = 1;
@@ -1476,6 +1498,24 @@ struct Lane128 {
   static RS_INLINE V hi(V a, V b) { return _mm_movehl_ps(b, a); }    // a2 a3 b2 b3
   static RS_INLINE V unlo(V a, V b) { return _mm_unpacklo_ps(a, b); }  // a0 b0 a1 b1
   static RS_INLINE V unhi(V a, V b) { return _mm_unpackhi_ps(a, b); }  // a2 b2 a3 b3
+  // (one channel, two taps) the pixels' taps 0 and 1 (o: their first taps)
+  template <typename T>
+  static RS_INLINE void pairs(const T* S, const int64_t* o, V t[2]) {
+    if constexpr (std::is_same<T, float>::value) {
+      const V p = pair2f(S + o[0], S + o[1]), q = pair2f(S + o[2], S + o[3]);
+      t[0] = _mm_shuffle_ps(p, q, 0x88);
+      t[1] = _mm_shuffle_ps(p, q, 0xDD);
+    } else {
+      const __m128i v = pairs4_16(S, o);
+      const __m128i lo = std::is_same<T, uint16_t>::value
+                             ? _mm_and_si128(v, _mm_set1_epi32(0xffff))
+                             : _mm_srai_epi32(_mm_slli_epi32(v, 16), 16);
+      const __m128i hi = std::is_same<T, uint16_t>::value ? _mm_srli_epi32(v, 16)
+                                                          : _mm_srai_epi32(v, 16);
+      t[0] = _mm_cvtepi32_ps(lo);
+      t[1] = _mm_cvtepi32_ps(hi);
+    }
+  }
   static RS_INLINE void store(float* p, V v) { _mm_storeu_ps(p, v); }
   static RS_INLINE void store3(float* p, V v) { _mm_storeu_ps(p, v); }
   static RS_INLINE V set1(float a) { return _mm_set1_ps(a); }
@@ -1519,6 +1559,27 @@ struct Lane256 {
   static RS_INLINE V hi(V a, V b) { return _mm256_shuffle_ps(a, b, 0xEE); }
   static RS_INLINE V unlo(V a, V b) { return _mm256_unpacklo_ps(a, b); }
   static RS_INLINE V unhi(V a, V b) { return _mm256_unpackhi_ps(a, b); }
+  template <typename T>
+  static RS_INLINE void pairs(const T* S, const int64_t* o, V t[2]) {  // (Lane128's)
+    if constexpr (std::is_same<T, float>::value) {
+      const V p = _mm256_insertf128_ps(_mm256_castps128_ps256(pair2f(S + o[0], S + o[1])),
+                                       pair2f(S + o[4], S + o[5]), 1);
+      const V q = _mm256_insertf128_ps(_mm256_castps128_ps256(pair2f(S + o[2], S + o[3])),
+                                       pair2f(S + o[6], S + o[7]), 1);
+      t[0] = _mm256_shuffle_ps(p, q, 0x88);
+      t[1] = _mm256_shuffle_ps(p, q, 0xDD);
+    } else {
+      const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(pairs4_16(S, o)),
+                                                pairs4_16(S, o + 4), 1);
+      const __m256i lo = std::is_same<T, uint16_t>::value
+                             ? _mm256_and_si256(v, _mm256_set1_epi32(0xffff))
+                             : _mm256_srai_epi32(_mm256_slli_epi32(v, 16), 16);
+      const __m256i hi = std::is_same<T, uint16_t>::value ? _mm256_srli_epi32(v, 16)
+                                                          : _mm256_srai_epi32(v, 16);
+      t[0] = _mm256_cvtepi32_ps(lo);
+      t[1] = _mm256_cvtepi32_ps(hi);
+    }
+  }
   static RS_INLINE void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static RS_INLINE void store3(float* p, V v) {  // pixel d at p, pixel d + 1 at p + 3
     _mm_storeu_ps(p, _mm256_castps256_ps128(v));
@@ -1781,7 +1842,9 @@ template <class L, int C, int K, typename T>
 RS_INLINE void htaps(const T* S, const int64_t* o, typename L::V t[K]) {
   constexpr int P = static_cast<int>(hgroup_px(C));
   using V = typename L::V;
-  if constexpr (C == 1) {  // windows of 4 outputs, transposed
+  if constexpr (C == 1 && K == 2) {  // tap pairs
+    L::template pairs<T>(S, o, t);
+  } else if constexpr (C == 1) {  // windows of 4 outputs, transposed
     V w[4];
     for (int j = 0; j < 4; ++j) w[j] = L::template window<T, P>(S, o + j, 0);
     const V a = L::unlo(w[0], w[1]), b = L::unlo(w[2], w[3]);
