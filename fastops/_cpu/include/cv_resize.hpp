@@ -370,7 +370,25 @@ std::vector<int64_t> one_hot_taps(const int64_t* xo, const A* xa, int K, int64_t
   return hot;
 }
 
+// The 2 or 4 bytes at p (any alignment).
+inline uint32_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
 #if defined(__SSE2__)
+// The 4 bytes at p in the low 32 bits of a vector; load4b_x2: those at p, then at q.
+RS_INLINE __m128i load4b(const uint8_t* p) { return _mm_cvtsi32_si128(int(load_u32(p))); }
+RS_INLINE __m128i load4b_x2(const uint8_t* p, const uint8_t* q) {
+  return _mm_unpacklo_epi32(load4b(p), load4b(q));
+}
+
 // 4 consecutive elements as float32 (uint16 / int16 widened exactly).
 template <typename T>
 RS_INLINE __m128 load4f(const T* p) {
@@ -389,10 +407,8 @@ RS_INLINE __m128 load4f(const T* p) {
 // weight 2^Bits, 11 for INTER_LINEAR / INTER_CUBIC and 8 for INTER_LINEAR_EXACT).
 template <int Bits>
 inline void hot_sum4(const uint8_t* p, int32_t* h) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
   const __m128i z = _mm_setzero_si128();
-  const __m128i x = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(int(v)), z), z);
+  const __m128i x = _mm_unpacklo_epi16(_mm_unpacklo_epi8(load4b(p), z), z);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_slli_epi32(x, Bits));
 }
 template <int Bits, typename T>
@@ -401,9 +417,7 @@ inline void hot_sum4(const T* p, float* h) { _mm_storeu_ps(h, load4f<T>(p)); }
 // of the int32 sum S << 11 (shift by 4, pack)
 template <int Bits>
 inline void hot_sum4(const uint8_t* p, int16_t* h) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  const __m128i x = _mm_unpacklo_epi8(_mm_cvtsi32_si128(int(v)), _mm_setzero_si128());
+  const __m128i x = _mm_unpacklo_epi8(load4b(p), _mm_setzero_si128());
   _mm_storel_epi64(reinterpret_cast<__m128i*>(h), _mm_slli_epi16(x, Bits));
 }
 #endif
@@ -418,12 +432,7 @@ inline float hot_sum(T v) { return static_cast<float>(v); }
 // Two pixels of C = 3 or 4 channels at p and q as their horizontal sums, stored at h.
 template <int C, int Bits>
 inline void hot_sum4x2(const uint8_t* p, const uint8_t* q, int32_t* h) {
-  uint32_t a, b;
-  std::memcpy(&a, p, 4);
-  std::memcpy(&b, q, 4);
-  const __m256i x = _mm256_slli_epi32(
-      _mm256_cvtepu8_epi32(_mm_unpacklo_epi32(_mm_cvtsi32_si128(int(a)), _mm_cvtsi32_si128(int(b)))),
-      Bits);
+  const __m256i x = _mm256_slli_epi32(_mm256_cvtepu8_epi32(load4b_x2(p, q)), Bits);
   if constexpr (C == 4) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(h), x);
   } else {
@@ -433,12 +442,7 @@ inline void hot_sum4x2(const uint8_t* p, const uint8_t* q, int32_t* h) {
 }
 template <int C, int Bits>
 inline void hot_sum4x2(const uint8_t* p, const uint8_t* q, int16_t* h) {
-  uint32_t a, b;
-  std::memcpy(&a, p, 4);
-  std::memcpy(&b, q, 4);
-  const __m128i x = _mm_slli_epi16(
-      _mm_cvtepu8_epi16(_mm_unpacklo_epi32(_mm_cvtsi32_si128(int(a)), _mm_cvtsi32_si128(int(b)))),
-      Bits);
+  const __m128i x = _mm_slli_epi16(_mm_cvtepu8_epi16(load4b_x2(p, q)), Bits);
   if constexpr (C == 4) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(h), x);
   } else {
@@ -809,17 +813,6 @@ inline void fixed_hrow_scalar(const uint8_t* S, const FixedTables& t, int64_t C,
       H[x * C + c] = acc;
     }
   }
-}
-
-inline uint32_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-inline uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
 }
 
 #if defined(__SSE2__)
@@ -1482,11 +1475,8 @@ RS_INLINE __m128 pair2f(const float* a, const float* b) {
 // 16-bit: the pairs at o[0..3] as four int32 lanes (tap 0 in the low half, tap 1 high)
 template <typename T>
 RS_INLINE __m128i pairs4_16(const T* S, const int64_t* o) {
-  int32_t v[4];
-  for (int j = 0; j < 4; ++j) std::memcpy(&v[j], S + o[j], 4);
-  const __m128i a = _mm_unpacklo_epi32(_mm_cvtsi32_si128(v[0]), _mm_cvtsi32_si128(v[1]));
-  const __m128i b = _mm_unpacklo_epi32(_mm_cvtsi32_si128(v[2]), _mm_cvtsi32_si128(v[3]));
-  return _mm_unpacklo_epi64(a, b);
+  auto b = [&](int j) { return reinterpret_cast<const uint8_t*>(S + o[j]); };
+  return _mm_unpacklo_epi64(load4b_x2(b(0), b(1)), load4b_x2(b(2), b(3)));
 }
 
 struct Lane128 {
