@@ -62,8 +62,8 @@ cdef extern from "cv_resize.hpp" namespace "fastops" nogil:
         const float* wx, int64_t Kx, T* out, int64_t dh, int64_t dw, int nthreads) except +
     bint c_resize_takes "fastops::cv_resize_takes"(int typenum)
     bint c_resize_rows "fastops::cv_resize_rows"(
-        int typenum, const void* x, int64_t h, int64_t w, int64_t C, int64_t rs, int interp, double sx,
-        double inv_x, double sy, double inv_y, int64_t isx, int64_t isy, void* out,
+        int typenum, const void* x, int64_t h, int64_t w, int64_t C, int64_t rs, int interp,
+        double sx, double inv_x, double sy, double inv_y, int64_t isx, int64_t isy, void* out,
         int64_t dh, int64_t dw, int nthreads) except +
 
 
@@ -176,11 +176,10 @@ def fast_resize(img, dsize, dst, interpolation):
     """cv.resize of an aligned, native-order NumPy uint8, uint16, int16, float32 or float64
     image, 2-D or 3-D, C-contiguous or a crop of one (rows of contiguous pixels at a
     positive stride: img[y0:y1, x0:x1] took ~30 us of Python on the general path), to a
-    dsize given as a tuple or list of two
-    positive Python ints, with INTER_NEAREST, INTER_NEAREST_EXACT, or INTER_LINEAR,
-    INTER_CUBIC or INTER_AREA where hal::resize runs the separable filters or
-    resizeAreaFast_ (fastops.cv._dispatch_modes' routing), into a new array or into a dst
-    that is exactly the output (C-contiguous, aligned, native, writeable, of the output's
+    dsize given as a tuple or list of two positive Python ints, with INTER_NEAREST,
+    INTER_NEAREST_EXACT, or INTER_LINEAR, INTER_CUBIC or INTER_AREA where hal::resize runs
+    the separable filters or resizeAreaFast_ (fastops.cv._dispatch_modes' routing), into
+    a new array or into a dst that is exactly the output (C-contiguous, aligned, native, writeable, of the output's
     shape and dtype, not overlapping img: cv2 returns that dst); else None (the general
     path: a preallocated dst cost ~10 us of Python there, 15 % of a 640x480x3 -> 224x224
     float32 call on 2 threads).  Unlike the other fast paths it takes any size
@@ -242,7 +241,8 @@ def fast_resize(img, dsize, dst, interpolation):
                 or cnp.PyArray_DIMS(d)[0] != dh or cnp.PyArray_DIMS(d)[1] != dw \
                 or (C != 1 and cnp.PyArray_DIMS(d)[2] != C) \
                 or not (cnp.PyArray_ISCARRAY(d) and cnp.PyArray_ISNOTSWAPPED(d)) \
-                or (lo < <char*>cnp.PyArray_DATA(a) + ((h - 1) * rs + w * C) * cnp.PyArray_ITEMSIZE(a)
+                or (lo < <char*>cnp.PyArray_DATA(a)
+                    + ((h - 1) * rs + w * C) * cnp.PyArray_ITEMSIZE(a)
                     and <char*>cnp.PyArray_DATA(a) < hi):
             return None
         out = d
