@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import defs, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, defs, helper, numpy_helper  # noqa: E402
 
 import fastops.onnx as fo  # noqa: E402
 from tests.onnx_cases import node_dir  # noqa: E402
@@ -358,6 +358,41 @@ def test_ops_fix_reference_loop_without_cond():
     v, scan = ReferenceEvaluator(m, new_ops=fo.OPS).run(None, feeds)
     np.testing.assert_array_equal(v, np.full(4, 3, np.float32))
     assert scan.shape == (3, 4)
+
+
+def _iteration_scan_loop(op):
+    """A Loop whose scan output is ``op`` of the iteration number: "Identity" gives 0-d
+    values, "Range" values of growing length (ragged)."""
+    i64 = TensorProto.INT64
+    nodes = [helper.make_node("Identity", ["cond_in"], ["cond_out"])]
+    if op == "Range":
+        nodes += [helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(
+                      np.array(0, np.int64))),
+                  helper.make_node("Constant", [], ["step"], value=numpy_helper.from_array(
+                      np.array(1, np.int64))),
+                  helper.make_node("Range", ["zero", "it", "step"], ["s_out"])]
+    else:
+        nodes.append(helper.make_node("Identity", ["it"], ["s_out"]))
+    body = helper.make_graph(
+        nodes, "body",
+        [helper.make_tensor_value_info("it", i64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", i64, None)])
+    loop = helper.make_node("Loop", ["M", ""], ["scan"], body=body)
+    g = helper.make_graph([loop], "g", [helper.make_tensor_value_info("M", i64, [])],
+                          [helper.make_tensor_value_info("scan", i64, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+
+
+def test_loop_scan_outputs_stacked():
+    """Scan outputs are stacked along a new first axis: 0-d values into a vector (against
+    arange), values of differing shapes are refused (onnxruntime refuses them too)."""
+    _, (got,) = run_session(_iteration_scan_loop("Identity"), {"M": np.array(5, np.int64)})
+    np.testing.assert_array_equal(got, np.arange(5))
+    assert got.dtype == np.int64
+    with pytest.raises(ValueError):
+        run_session(_iteration_scan_loop("Range"), {"M": np.array(3, np.int64)})
 
 
 # ------------------------------------------------------------------ opset 10 rules
