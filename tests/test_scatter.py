@@ -345,14 +345,17 @@ def test_gather_elements_vector_steps(dtype, index_dtype, threads):
 # walks of 2-15 as one flat walk, longer ones as spans), 1-D arrays, a short trailing
 # extent (2, 5) and the position count not a multiple of 8; rows of 3, 6, 8, 12 and 13
 # indices in walks long enough for threads, whose chunks start inside a row and inside
-# the AVX2 walk's period of lcm(8, row) positions
+# the AVX2 walk's period of lcm(8, row) positions; trailing extents 2 and 3 under slices
+# of a few lines with many positions each (the flat walk streams the next slice's lines),
+# in chunks that start inside a slice
 SHORT_ROWS = [((300, 80), (300, 5), 1), ((300, 80), (300, 1), 1), ((70, 40), (70, 15), 1),
               ((70, 40), (70, 16), 1), ((33, 50), (33, 41), 1), ((5000,), (20001,), 0),
               ((9,), (4,), 0), ((4, 300, 2), (4, 77, 2), 1), ((200, 5), (333, 5), 0),
               ((3, 1, 90), (3, 1, 7), 2), ((8400, 80), (8400, 5), 1),
               ((5001, 20), (5001, 3), 1), ((3001, 30), (3001, 6), 1),
               ((2999, 30), (2999, 8), 1), ((2001, 40), (2001, 12), 1),
-              ((1999, 40), (1999, 13), 1)]
+              ((1999, 40), (1999, 13), 1), ((61, 100, 2), (61, 150, 2), 1),
+              ((40, 33, 3), (40, 70, 3), 1)]
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int16", "float32", "float64"])
@@ -474,7 +477,7 @@ def test_elements_short_rows_name_the_first_bad_index(index_dtype, threads):
     a short trailing extent: the lowest position is named whatever the threads, and the
     inputs are untouched."""
     for shape, ishape, axis in [((3000, 80), (3000, 5), 1), ((1000, 300, 2), (1000, 7, 2), 1),
-                                ((50000,), (40003,), 0)]:
+                                ((300, 40, 2), (300, 60, 2), 1), ((50000,), (40003,), 0)]:
         data = np.zeros(shape, np.float32)
         n = shape[axis]
         count = int(np.prod(ishape))

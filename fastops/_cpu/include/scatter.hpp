@@ -1088,10 +1088,12 @@ struct FlatPos {
 template <typename T, typename I>
 int64_t gather_flat(const T* data, const I* idx, T* out, int64_t p0, int64_t p1, int64_t m,
                     int64_t In, const int64_t* outer_off, const int64_t* inner_off,
-                    int64_t s_outer, int64_t s_inner, int64_t s_axis, int64_t n_axis) {
+                    int64_t s_outer, int64_t s_inner, int64_t s_axis, int64_t n_axis,
+                    SpreadLines* next = nullptr) {
   FlatPos at(p0, m, In, outer_off, s_outer);
   int64_t first_bad = kNoBad;
   for (int64_t p = p0; p < p1; ++p) {
+    if (next && (p - p0) % kSpreadStep == 0) next->step();
     const int64_t v = norm_index(idx[p], n_axis);
     if (v >= 0) {
       out[p] = data[at.outer + v * s_axis + (inner_off ? inner_off[at.i] : at.i * s_inner)];
@@ -1101,6 +1103,7 @@ int64_t gather_flat(const T* data, const I* idx, T* out, int64_t p0, int64_t p1,
     }
     if (p + 1 < p1) at.next();
   }
+  if (next) next->rest();
   return first_bad;
 }
 
@@ -1184,6 +1187,14 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
   if (In < kFlatRow) {
     const int64_t count = rows * In, grain = chunk_for(count, nt, 2);
     const bool rows_view = m == 1 && !outer_off && !inner_off && s_inner == 0 && small_axis;
+    // Slices of data whose lines are few against their positions (1000x2000x2 float32,
+    // idx 1000x500x2 axis 1: 250 lines of a 16 KB slice for its 1000 gathers) have the
+    // next slice's lines prefetched over this one's positions (SpreadLines): the reads
+    // are random within a slice, which the hardware prefetchers cannot follow.
+    const int64_t per_slice = m * In;
+    const int64_t span_bytes = ((n_axis - 1) * s_axis + (In - 1) * s_inner + 1) * int64_t(sizeof(T));
+    const bool spread = !rows_view && !outer_off && !inner_off && s_axis > 0 && s_inner >= 0 &&
+                        s_outer > 0 && span_bytes <= kShortRow && span_bytes / 64 * 2 <= per_slice;
     FirstBad bad(std::max<int64_t>((count + grain - 1) / grain, 1));
     parallel_for(count, grain, nt, [&](int64_t p0, int64_t p1, int) {
 #if defined(__AVX2__)
@@ -1194,8 +1205,22 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
       }
 #endif
       (void)rows_view;
-      bad.note(p0 / grain, gather_flat(data, idx, out, p0, p1, m, In, outer_off, inner_off,
-                                       s_outer, s_inner, s_axis, n_axis));
+      if (!spread) {
+        bad.note(p0 / grain, gather_flat(data, idx, out, p0, p1, m, In, outer_off, inner_off,
+                                         s_outer, s_inner, s_axis, n_axis));
+        return;
+      }
+      int64_t first_bad = kNoBad;
+      for (int64_t q0 = p0; q0 < p1;) {   // slice by slice, the next one's lines streamed
+        const int64_t o = q0 / per_slice, q1 = std::min(p1, (o + 1) * per_slice);
+        SpreadLines nx(data + (o + 1) * s_outer, o + 1 < O ? span_bytes : 0,
+                       (q1 - q0) / kSpreadStep);
+        first_bad = std::min(first_bad, gather_flat(data, idx, out, q0, q1, m, In, nullptr,
+                                                    nullptr, s_outer, s_inner, s_axis,
+                                                    n_axis, &nx));
+        q0 = q1;
+      }
+      bad.note(p0 / grain, first_bad);
     });
     return bad.first() == kNoBad ? -1 : bad.first();
   }
