@@ -1192,9 +1192,11 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
     // next slice's lines prefetched over this one's positions (SpreadLines): the reads
     // are random within a slice, which the hardware prefetchers cannot follow.
     const int64_t per_slice = m * In;
-    const int64_t span_bytes = ((n_axis - 1) * s_axis + (In - 1) * s_inner + 1) * int64_t(sizeof(T));
-    const bool spread = !rows_view && !outer_off && !inner_off && s_axis > 0 && s_inner >= 0 &&
-                        s_outer > 0 && span_bytes <= kShortRow && span_bytes / 64 * 2 <= per_slice;
+    const int64_t span_bytes =
+        ((n_axis - 1) * s_axis + (In - 1) * s_inner + 1) * int64_t(sizeof(T));
+    const bool spread = !rows_view && !outer_off && !inner_off && s_axis > 0 &&
+                        s_inner >= 0 && s_outer > 0 && span_bytes <= kShortRow &&
+                        span_bytes / 64 * 2 <= per_slice;
     FirstBad bad(std::max<int64_t>((count + grain - 1) / grain, 1));
     parallel_for(count, grain, nt, [&](int64_t p0, int64_t p1, int) {
 #if defined(__AVX2__)
@@ -1213,7 +1215,8 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
       int64_t first_bad = kNoBad;
       for (int64_t q0 = p0; q0 < p1;) {   // slice by slice, the next one's lines streamed
         const int64_t o = q0 / per_slice, q1 = std::min(p1, (o + 1) * per_slice);
-        SpreadLines nx(data + (o + 1) * s_outer, o + 1 < O ? span_bytes : 0,
+        const bool last = o + 1 == O;
+        SpreadLines nx(last ? data : data + (o + 1) * s_outer, last ? 0 : span_bytes,
                        (q1 - q0) / kSpreadStep);
         first_bad = std::min(first_bad, gather_flat(data, idx, out, q0, q1, m, In, nullptr,
                                                     nullptr, s_outer, s_inner, s_axis,
