@@ -177,9 +177,9 @@ def test_wide_types_against_cv2_default_ipp():
 def test_2x2_cells_of_wide_rows_take_every_step(dtype):
     """Exact 2x downscales (INTER_AREA, and INTER_LINEAR routed there) of 16-bit and float32
     rows wide enough for the 512-bit steps (16 cells a step for one channel, 5 for three,
-    4 for four) and every tail after them: the
-    reference's bytes, extremes, -0.0, NaN and infinities included (float32 3-channel
-    cells add their sum to +0.0 as OpenCV does), from contiguous images and row views."""
+    4 for four) and every tail after them: the reference's bytes, extremes, -0.0, NaN and
+    infinities included (float32 3-channel cells add their sum to +0.0 as OpenCV does),
+    from contiguous images and row views."""
     rng = _rng(31)
     for C in (1, 2, 3, 4):
         for w in (30, 32, 33, 40, 41, 64, 66, 70, 1921):

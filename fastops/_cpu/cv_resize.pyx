@@ -179,14 +179,14 @@ def fast_resize(img, dsize, dst, interpolation):
     dsize given as a tuple or list of two positive Python ints, with INTER_NEAREST,
     INTER_NEAREST_EXACT, or INTER_LINEAR, INTER_CUBIC or INTER_AREA where hal::resize runs
     the separable filters or resizeAreaFast_ (fastops.cv._dispatch_modes' routing), into
-    a new array or into a dst that is exactly the output (C-contiguous, aligned, native, writeable, of the output's
-    shape and dtype, not overlapping img: cv2 returns that dst); else None (the general
-    path: a preallocated dst cost ~10 us of Python there, 15 % of a 640x480x3 -> 224x224
-    float32 call on 2 threads).  Unlike the other fast paths it takes any size
-    (fastops/_cpu/_fast.pxd): outputs of more than kParallelGrain elements run on
-    get_num_threads() threads without the GIL (those of kPoolMinBytes or more come from
-    the block pool), as the general path does, whose ~12 us of Python a 224x224 image
-    would otherwise pay."""
+    a new array or into a dst that is exactly the output (C-contiguous, aligned, native,
+    writeable, of the output's shape and dtype, not overlapping img: cv2 returns that
+    dst); else None (the general path: a preallocated dst cost ~10 us of Python there,
+    15 % of a 640x480x3 -> 224x224 float32 call on 2 threads).  Unlike the other fast
+    paths it takes any size (fastops/_cpu/_fast.pxd): outputs of more than
+    kParallelGrain elements run on get_num_threads() threads without the GIL (those of
+    kPoolMinBytes or more come from the block pool), as the general path does, whose
+    ~12 us of Python a 224x224 image would otherwise pay."""
     if type(img) is not cnp.ndarray or type(interpolation) is not int \
             or (type(dsize) is not tuple and type(dsize) is not list) or len(dsize) != 2 \
             or (dst is not None and type(dst) is not cnp.ndarray):
