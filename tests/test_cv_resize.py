@@ -240,17 +240,18 @@ def test_integer_cells_after_a_pause_and_back_to_back(threads, dtype):
 def test_wide_rows_take_every_vector_step(dtype):
     """Rows wide enough for the x86-64-v4 build's steps: the permute steps of 1 and 2
     channels (16 elements for 16-bit, 8 for float32, taken where a step's taps lie in 128
-    bytes: the downscales past about 4x mix them with the window steps) and the
-    four-pixel steps of 3 and 4 channels, at every offset of the row's vector run; IPP
-    off, bit for bit."""
+    bytes: the downscales past about 4x mix them with the window steps; 16 for float32
+    linear where every step's taps lie in 128 bytes: upscales and downscales up to about
+    1.9x, w - 7, 2w / 3 and w / 2 + 5 here) and the four-pixel steps of 3 and 4 channels,
+    at every offset of the row's vector run; IPP off, bit for bit."""
     cv2 = peer("cv2")
     rng = _rng(19)
     with _ipp(cv2, False):
         for C in (1, 2, 3, 4):
             for w in (190, 203):
                 img = _image(rng, (9, w, C), dtype)
-                for dw in (w * 2 + 5, w - 7, w // 2 + 1, w // 3, w // 4 + 3, w // 4 - 2, w // 5,
-                           w // 9):
+                for dw in (w * 2 + 5, w - 7, w * 2 // 3, w // 2 + 5, w // 2 + 1, w // 3,
+                           w // 4 + 3, w // 4 - 2, w // 5, w // 9):
                     for flag in ("LINEAR", "CUBIC"):
                         want = cv2.resize(img, (dw, 7), interpolation=FLAGS[flag])
                         got = fcv.resize(img, (dw, 7), interpolation=FLAGS[flag])

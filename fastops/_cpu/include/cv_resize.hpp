@@ -1887,6 +1887,14 @@ RS_INLINE void hgroup(const T* S, const int64_t* o, const float* c, int64_t cstr
 template <typename T>
 constexpr int64_t kPermPx = sizeof(T) == 2 ? 16 : 8;
 constexpr int32_t kPermNone = -1;
+// float32 linear rows whose every step of 16 pixels has its taps in 32 floats (downscales
+// up to about 1.9x) take 16 pixels per step instead (hperm_wide): one vpermt2ps per tap
+// puts tap k of all 16 in place, so a step has two loads and two permutes where the
+// 8-pixel steps above take two loads and one permute for 8 pixels, then split the
+// product's halves.  AMD Zen 4 VM, one thread, 1920x1080 -> 1280x720, the whole call
+// (C++ harness): 0.61-0.64 -> 0.53-0.54 ms.  Cubic rows (four permutes per step) ran
+// slower than the windows they keep: 0.88 -> 0.93-1.0 ms.
+constexpr int64_t kWidePermPx = 16;
 
 template <int K, typename T>
 RS_INLINE void hperm(const T* S, const int32_t* ix, const float* c, int64_t cstride, float* H) {
@@ -1916,6 +1924,15 @@ RS_INLINE void hperm(const T* S, const int32_t* ix, const float* c, int64_t cstr
     }
     _mm512_storeu_ps(H, acc);
   }
+}
+
+RS_INLINE void hperm_wide(const float* S, const int32_t* ix, const float* c, int64_t cstride,
+                          float* H) {
+  const __m512 a = _mm512_loadu_ps(S), b = _mm512_loadu_ps(S + 16);
+  const __m512 t0 = _mm512_permutex2var_ps(a, _mm512_loadu_si512(ix), b);
+  const __m512 t1 = _mm512_permutex2var_ps(a, _mm512_loadu_si512(ix + 16), b);
+  _mm512_storeu_ps(H, _mm512_add_ps(_mm512_mul_ps(t0, _mm512_loadu_ps(c)),
+                                    _mm512_mul_ps(t1, _mm512_loadu_ps(c + cstride))));
 }
 #endif
 
@@ -1975,22 +1992,24 @@ RS_INLINE void hpairs3(const float* S, const int64_t* o, const float* c, int64_t
 #endif
 
 // The permute indices of hperm's steps over pixels [lo, hi) of a one-channel row with K
-// consecutive taps (o0: first-tap offsets; Lin: the row's length), 8K int32 per step;
-// empty where the build has no permute step.
+// consecutive taps (o0: first-tap offsets; Lin: the row's length), 8K int32 per step
+// (wide float32 steps, kWidePermPx pixels: 16K); empty where the build has no permute step.
 template <typename T>
-std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin, int K) {
+std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin, int K,
+                                [[maybe_unused]] bool wide = false) {
   std::vector<int32_t> ix;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  const int64_t span = 128 / sizeof(T), G = kPermPx<T>;
+  const int64_t span = 128 / sizeof(T), G = wide ? kWidePermPx : kPermPx<T>;
   for (int64_t d = lo; d + G <= hi; d += G) {
     const int64_t base = o0[d];
     const bool fits = base + span <= Lin && o0[d + G - 1] + K - 1 - base < span;
     for (int m = 0; m < K / 2; ++m)
-      for (int64_t j = 0; j < 16; ++j) {
+      for (int64_t j = 0; j < 16 * (wide ? 2 : 1); ++j) {
         // 16-bit: pixel j's taps 2m, 2m + 1 (words 2j, 2j + 1); float32: pixel j % 8's
-        // tap 2m + j / 8
+        // tap 2m + j / 8; wide: pixel j % 16's tap 2m + j / 16
         const int64_t w = sizeof(T) == 2 ? o0[d + j] + 2 * m - base
-                                         : o0[d + j % 8] + 2 * m + j / 8 - base;
+                          : wide ? o0[d + j % 16] + 2 * m + j / 16 - base
+                                 : o0[d + j % 8] + 2 * m + j / 8 - base;
         const int64_t v = sizeof(T) == 2 ? w | (w + 1) << 16 : w;
         ix.push_back(fits ? static_cast<int32_t>(v) : kPermNone);
       }
@@ -1999,16 +2018,31 @@ std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64
   return ix;
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// Whether every wide step over [lo, hi) of a float32 one-channel row fits (hperm_wide).
+inline bool wide_perm_fits(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin, int K) {
+  if (hi - lo < kWidePermPx) return false;
+  for (int64_t d = lo; d + kWidePermPx <= hi; d += kWidePermPx)
+    if (o0[d] + 32 > Lin || o0[d + kWidePermPx - 1] + K - 1 - o0[d] >= 32) return false;
+  return true;
+}
+#endif
+
 // The vector pass over pixels [lo, hi); returns where it stopped (the rest is scalar).
-// perm: perm_table's indices where the build has them for C and K (else null).
-template <int C, int K, typename T>
+// perm: perm_table's indices where the build has them for C and K (else null); Wide: its
+// wide steps (float32, one channel, every step fits: wide_perm_fits).
+template <int C, int K, typename T, bool Wide = false>
 inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstride, int64_t lo,
                     int64_t hi, const int32_t* perm, bool prefetch, float* H) {
   constexpr int64_t P = hgroup_px(C), Lp = hlanes(C);
   int64_t d = lo;
   RowPrefetch<C> pf(prefetch);
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  if constexpr (perm_rows<T>(C, K)) {
+  if constexpr (Wide) {
+    static_assert(std::is_same_v<T, float> && C == 1 && K == 2);
+    for (; d + kWidePermPx <= hi; d += kWidePermPx, perm += 32)
+      hperm_wide(S + o0[d], perm, cw + d, cstride, H + d);
+  } else if constexpr (perm_rows<T>(C, K)) {
     constexpr int64_t G = kPermPx<T>;
     for (; perm && d + G <= hi; d += G, perm += 8 * K) {
       if (perm[0] != kPermNone) {
@@ -2314,7 +2348,7 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 // float32 2x2 cells of 1, 3 or 4 channels, x86-64-v4: 32 consecutive floats of each row
-// per step (16, 5 or 4 cells), each cell's two pixels split by permutes (C = 1), loads
+// per step (16, 5 or 4 cells), each cell's two pixels split by shuffles (C = 1), loads
 // 3 floats apart (C = 3) or 128-bit lane shuffles (C = 4), in area2x2_group's order,
 // where Lane256 gathers a window per pixel.  float32 1920x1080 -> 960x540, 2 threads,
 // back to back, alternating processes, us: 1 channel 175 -> 100 (cv2 86-101), 3 channels
@@ -2324,14 +2358,20 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
   int64_t d = 0;
   const __m512 q = _mm512_set1_ps(0.25f);
   if constexpr (C == 1) {
-    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    auto pairs = [&](const float* p) {
+    // vshufps splits even and odd pixels within 128-bit lanes (cells 0 1 4 5 | 2 3 6 7 |
+    // ...), one vpermpd puts the 16 results in order: two-source vpermt2ps per row instead
+    // ran 1.13x slower on AMD Zen 4 (512-bit permutes on 256-bit shuffle units): kernel
+    // alone, one thread, rows in L3, 1920x1080 -> 960x540, us: 146-148 -> 128-131 (reading
+    // the image alone: 85).
+    const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    auto pairs = [](const float* p) {
       const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
-      return _mm512_add_ps(_mm512_permutex2var_ps(a, ev, b), _mm512_permutex2var_ps(a, od, b));
+      return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
     };
-    for (; d + 16 <= n; d += 16)
-      _mm512_storeu_ps(D + d, _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 2 * d), pairs(R1 + 2 * d)), q));
+    for (; d + 16 <= n; d += 16) {
+      const __m512 r = _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 2 * d), pairs(R1 + 2 * d)), q);
+      _mm512_storeu_ps(D + d, _mm512_castpd_ps(_mm512_permutexvar_pd(order, _mm512_castps_pd(r))));
+    }
   } else if constexpr (C == 4) {
     auto pairs = [](const float* p) {
       const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
@@ -2448,7 +2488,7 @@ template <typename WT>
 constexpr bool kHVec = false;
 #endif
 
-template <int C, int K, typename T, typename WT = typename FloatPath<T>::WT>
+template <int C, int K, typename T, bool Wide = false, typename WT = typename FloatPath<T>::WT>
 inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride, int64_t lo,
                     int64_t hi, const int32_t* perm, bool prefetch, WT* H) {
 #if defined(__AVX2__)
@@ -2457,7 +2497,7 @@ inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride
 #endif
 #if defined(__SSE2__)
   if constexpr (std::is_same_v<WT, float>)
-    return hrun<C, K, T>(S, o0, cw, cstride, lo, hi, perm, prefetch, H);
+    return hrun<C, K, T, Wide>(S, o0, cw, cstride, lo, hi, perm, prefetch, H);
 #endif
   return lo;  // (not instantiated where kHVec<WT> is false)
 }
@@ -2600,6 +2640,13 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
     }
     if constexpr (std::is_same_v<WT, float>)
       if (perm_rows<T>(C_, K)) perm = perm_table<T>(o0.data(), f0, f1, Lin, K);
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    if constexpr (std::is_same_v<T, float>)
+      if (C_ == 1 && K == 2 && wide_perm_fits(o0.data(), f0, f1, Lin, K)) {
+        run = hvec<1, 2, T, true>;
+        perm = perm_table<T>(o0.data(), f0, f1, Lin, K, true);
+      }
+#endif
   }
   srun = nullptr;
   sn = 0;
