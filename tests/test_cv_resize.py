@@ -242,8 +242,10 @@ def test_wide_rows_take_every_vector_step(dtype):
     channels (16 elements for 16-bit, 8 for float32, taken where a step's taps lie in 128
     bytes: the downscales past about 4x mix them with the window steps; 16 for float32
     linear where every step's taps lie in 128 bytes: upscales and downscales up to about
-    1.9x, w - 7, 2w / 3 and w / 2 + 5 here) and the four-pixel steps of 3 and 4 channels,
-    at every offset of the row's vector run; IPP off, bit for bit."""
+    1.9x, w - 7, 2w / 3 and w / 2 + 5 here), the four-pixel steps of 3 and 4 channels, and
+    16-bit 3-channel rows in steps of 16 output elements (where every step's taps lie in
+    64 elements: up to about 3.8x; w / 4 - 2 and past keep the pixel steps), at every
+    offset of the row's vector run; IPP off, bit for bit."""
     cv2 = peer("cv2")
     rng = _rng(19)
     with _ipp(cv2, False):

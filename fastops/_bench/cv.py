@@ -95,7 +95,7 @@ def _sweep():
                     continue
                 shape = _FRAME[:2] if C == 1 else _FRAME[:2] + (C,)
                 out.append(_frame(mode, shape=shape, dtype=dtype, quick=False))
-    for dtype in (np.uint8, np.float32):
+    for dtype in (np.uint8, np.uint16, np.float32):
         out.append(_frame("linear", size=(224, 224), shape=(480, 640, 3), dtype=dtype,
                           quick=False))
         out.append(_frame("cubic", size=(224, 224), shape=(480, 640, 3), dtype=dtype,

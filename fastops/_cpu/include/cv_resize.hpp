@@ -1892,8 +1892,9 @@ constexpr int32_t kPermNone = -1;
 // puts tap k of all 16 in place, so a step has two loads and two permutes where the
 // 8-pixel steps above take two loads and one permute for 8 pixels, then split the
 // product's halves.  AMD Zen 4 VM, one thread, 1920x1080 -> 1280x720, the whole call
-// (C++ harness): 0.61-0.64 -> 0.53-0.54 ms.  Cubic rows (four permutes per step) ran
-// slower than the windows they keep: 0.88 -> 0.93-1.0 ms.
+// (C++ harness): 0.61-0.69 -> 0.53-0.60 ms.  Cubic rows (four permutes per step) ran
+// slower than the windows they keep: 0.88 -> 0.93-1.0 ms (docs/performance.md,
+// forty-fifth session).
 constexpr int64_t kWidePermPx = 16;
 
 template <int K, typename T>
@@ -2025,6 +2026,58 @@ inline bool wide_perm_fits(const int64_t* o0, int64_t lo, int64_t hi, int64_t Li
   for (int64_t d = lo; d + kWidePermPx <= hi; d += kWidePermPx)
     if (o0[d] + 32 > Lin || o0[d + kWidePermPx - 1] + K - 1 - o0[d] >= 32) return false;
   return true;
+}
+
+// 16-bit 3-channel rows, x86-64-v4: hperm's steps over output elements instead of
+// pixels.  Element e = d C + c of a row has tap k at o0[d] + c + k C; a step takes 16
+// consecutive elements whose taps lie in the 64 elements at its first element's tap 0
+// (C = 3 linear: downscales up to about 3.8x), one vpermt2w per tap pair, the
+// coefficients one per element (Lp = C: no fourth lane to drop, no pixel compaction).
+// The steps run over [lo C, hi C) in 16s and return the pixel where they stopped (the
+// caller's scalar pixels redo that one, with the same bits).  hquad's four-pixel steps
+// (masked broadcasts, two vpermt2ps and a vpermps per 12 outputs) ran slower on AMD Zen
+// 4: uint16 1920x1080x3 -> 1280x720 linear, the horizontal pass alone with its rows in
+// L1, one thread, 0.88 -> 0.73-0.75 ms (docs/performance.md, forty-fifth session).
+// The step's first element, pixel d channel c, advances by 16 elements per step.
+template <int C>
+RS_INLINE void elem_step_next(int64_t& d, int64_t& c) {
+  d += 16 / C;
+  c += 16 % C;
+  if (c >= C) c -= C, ++d;
+}
+
+// perm_table for the element steps over pixels [lo, hi), 8K int32 per step; empty when a
+// step's taps do not fit (the rows then keep their pixel steps).
+template <int C>
+std::vector<int32_t> elem_perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin,
+                                     int K) {
+  std::vector<int32_t> ix;
+  int64_t d = lo, c = 0;
+  for (int64_t e = lo * C; e + 16 <= hi * C; e += 16, elem_step_next<C>(d, c)) {
+    const int64_t base = o0[d] + c;
+    if (base + 64 > Lin) return {};
+    for (int m = 0; m < K / 2; ++m)
+      for (int64_t j = 0; j < 16; ++j) {
+        const int64_t dj = d + (c + j) / C, cj = (c + j) % C;  // element e + j
+        const int64_t w = o0[dj] + cj + 2 * m * C - base;  // taps 2m and 2m + 1
+        if (w + C >= 64) return {};
+        ix.push_back(static_cast<int32_t>(w | (w + C) << 16));
+      }
+  }
+  return ix;
+}
+
+template <int C, int K, typename T>
+inline int64_t hrun_elem(const T* S, const int64_t* o0, const float* cw, int64_t cstride,
+                         int64_t lo, int64_t hi, const int32_t* perm, bool prefetch, float* H) {
+  RowPrefetch<C> pf(prefetch);
+  int64_t d = lo, c = 0, e = lo * C;
+  for (; e + 16 <= hi * C; e += 16, perm += 8 * K, elem_step_next<C>(d, c)) {
+    const T* p = S + o0[d] + c;
+    pf(p);
+    hperm<K, T>(p, perm, cw + e, cstride, H + e);
+  }
+  return e / C;
 }
 #endif
 
@@ -2488,16 +2541,24 @@ template <typename WT>
 constexpr bool kHVec = false;
 #endif
 
-template <int C, int K, typename T, bool Wide = false, typename WT = typename FloatPath<T>::WT>
+// Steps: the pixel steps (0), the wide float32 ones (kWideSteps) or the element steps
+// of 16-bit multi-channel rows (kElemSteps), x86-64-v4.
+constexpr int kWideSteps = 1, kElemSteps = 2;
+
+template <int C, int K, typename T, int Steps = 0, typename WT = typename FloatPath<T>::WT>
 inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride, int64_t lo,
                     int64_t hi, const int32_t* perm, bool prefetch, WT* H) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  if constexpr (Steps == kElemSteps)
+    return hrun_elem<C, K, T>(S, o0, cw, cstride, lo, hi, perm, prefetch, H);
+#endif
 #if defined(__AVX2__)
   if constexpr (std::is_same_v<WT, double>)
     return hrun64<C, K, T>(S, o0, cw, cstride, lo, hi, prefetch, H);
 #endif
 #if defined(__SSE2__)
   if constexpr (std::is_same_v<WT, float>)
-    return hrun<C, K, T, Wide>(S, o0, cw, cstride, lo, hi, perm, prefetch, H);
+    return hrun<C, K, T, Steps == kWideSteps>(S, o0, cw, cstride, lo, hi, perm, prefetch, H);
 #endif
   return lo;  // (not instantiated where kHVec<WT> is false)
 }
@@ -2630,6 +2691,16 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
     while (f1 < dw_ && fast(f1)) ++f1;
     o0.resize(static_cast<size_t>(dw_));
     for (int64_t d = 0; d < dw_; ++d) o0[d] = xo[d * K];
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    if constexpr (sizeof(T) == 2)
+      if (C_ == 3) {  // the element steps where every step fits
+        perm = elem_perm_table<3>(o0.data(), f0, f1, Lin, K);
+        if (!perm.empty()) {
+          run = K == 2 ? hvec<3, 2, T, kElemSteps> : hvec<3, 4, T, kElemSteps>;
+          Lp = 3;  // (the table below: one coefficient per element)
+        }
+      }
+#endif
     if (pairs) {
       if constexpr (std::is_same_v<WT, float>) cubic_pairs_table(xa.data(), dw_, cw);
     } else {
@@ -2639,14 +2710,16 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
           for (int64_t l = 0; l < Lp; ++l) cw[(k * dw_ + d) * Lp + l] = xa[d * K + k];
     }
     if constexpr (std::is_same_v<WT, float>)
-      if (perm_rows<T>(C_, K)) perm = perm_table<T>(o0.data(), f0, f1, Lin, K);
+      if (perm_rows<T>(C_, K)) {
+        bool wide = false;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-    if constexpr (std::is_same_v<T, float>)
-      if (C_ == 1 && K == 2 && wide_perm_fits(o0.data(), f0, f1, Lin, K)) {
-        run = hvec<1, 2, T, true>;
-        perm = perm_table<T>(o0.data(), f0, f1, Lin, K, true);
-      }
+        if constexpr (std::is_same_v<T, float>) {
+          wide = K == 2 && wide_perm_fits(o0.data(), f0, f1, Lin, K);
+          if (wide) run = hvec<1, 2, T, kWideSteps>;
+        }
 #endif
+        perm = perm_table<T>(o0.data(), f0, f1, Lin, K, wide);
+      }
   }
   srun = nullptr;
   sn = 0;
