@@ -920,9 +920,6 @@ struct Avx512Lanes {
     deinterleave(a, b, left, right);
   }
 };
-using DirectLanes = Avx512Lanes;
-#else
-using DirectLanes = Avx2Lanes;
 #endif
 
 template <typename L>
@@ -1025,6 +1022,22 @@ void linear2_direct(const float* x, const float* grid, const Shape& s, bool alig
     }
   });
 }
+
+// The lanes of linear2_direct in this build: Avx512Lanes' gathers where they are fast,
+// Avx2Lanes' scalar loads on AMD CPUs, whose gathers are slower than scalar loads.  Zen 4
+// VM, STN workload, 2 threads: the x86-64-v4 build with gathers 3.29 ms against the
+// x86-64-v3 build's 2.22 (bench, back to back), 16-lane scalar loads 1.07x the v3 build
+// (scripts/simd_ab.py); docs/performance.md, forty-fifth session.  The two give the same
+// bits (the tests compare every build with the baseline's): a test machine runs the one
+// its CPU takes.
+inline void linear2_direct_any(const float* x, const float* grid, const Shape& s, bool align,
+                               float* out, int nthreads) {
+#if defined(__AVX512F__)
+  if (!__builtin_cpu_is("amd"))
+    return linear2_direct<Avx512Lanes>(x, grid, s, align, out, nthreads);
+#endif
+  linear2_direct<Avx2Lanes>(x, grid, s, align, out, nthreads);
+}
 #endif
 
 }  // namespace gs
@@ -1042,7 +1055,7 @@ void grid_sample(const Tin* x, const T* grid, const gs::Shape& s, int rank, int 
 #if defined(__AVX2__)
     if constexpr (std::is_same<Tin, float>::value && std::is_same<T, float>::value)
       if (mode == kBilinear && pad == kZeros && direct_fits(s)) {
-        linear2_direct<DirectLanes>(x, grid, s, align, out, nthreads);
+        linear2_direct_any(x, grid, s, align, out, nthreads);
         return;
       }
 #endif
