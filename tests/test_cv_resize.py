@@ -244,7 +244,8 @@ def test_wide_rows_take_every_vector_step(dtype):
     linear where every step's taps lie in 128 bytes: upscales and downscales up to about
     1.9x, w - 7, 2w / 3 and w / 2 + 5 here), the four-pixel steps of 3 and 4 channels, and
     16-bit 3-channel rows in steps of 16 output elements (where every step's taps lie in
-    64 elements: up to about 3.8x; w / 4 - 2 and past keep the pixel steps), at every
+    64 elements: upscales and downscales up to about 3.8x, the last steps' loads moved
+    back to end at the row's end; w / 4 - 2 and past keep the pixel steps), at every
     offset of the row's vector run; IPP off, bit for bit."""
     cv2 = peer("cv2")
     rng = _rng(19)

@@ -2030,11 +2030,12 @@ inline bool wide_perm_fits(const int64_t* o0, int64_t lo, int64_t hi, int64_t Li
 
 // 16-bit 3-channel rows, x86-64-v4: hperm's steps over output elements instead of
 // pixels.  Element e = d C + c of a row has tap k at o0[d] + c + k C; a step takes 16
-// consecutive elements whose taps lie in the 64 elements at its first element's tap 0
-// (C = 3 linear: downscales up to about 3.8x), one vpermt2w per tap pair, the
-// coefficients one per element (Lp = C: no fourth lane to drop, no pixel compaction).
-// The steps run over [lo C, hi C) in 16s and return the pixel where they stopped (the
-// caller's scalar pixels redo that one, with the same bits).  hquad's four-pixel steps
+// consecutive elements whose taps lie in the 64 elements from its first pixel's tap 0
+// (from Lin - 64 at the row's end), one vpermt2w per tap pair, the coefficients one per
+// element (Lp = C: no fourth lane to drop, no pixel compaction).  Upscales and
+// downscales up to about 3.8x (C = 3 linear) fit.  The steps run over [lo C, hi C) in 16s
+// and return the pixel where they stopped (the caller's scalar pixels redo that one, with
+// the same bits).  hquad's four-pixel steps
 // (masked broadcasts, two vpermt2ps and a vpermps per 12 outputs) ran slower on AMD Zen
 // 4: uint16 1920x1080x3 -> 1280x720 linear, the horizontal pass alone with its rows in
 // L1, one thread, 0.88 -> 0.73-0.75 ms (docs/performance.md, forty-fifth session).
@@ -2046,21 +2047,23 @@ RS_INLINE void elem_step_next(int64_t& d, int64_t& c) {
   if (c >= C) c -= C, ++d;
 }
 
-// perm_table for the element steps over pixels [lo, hi), 8K int32 per step; empty when a
-// step's taps do not fit (the rows then keep their pixel steps).
+// The element steps' table over pixels [lo, hi): per step the first element it reads,
+// then 8K int32 permute indices; empty when a step's taps do not fit (the rows then keep
+// their pixel steps).
 template <int C>
 std::vector<int32_t> elem_perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin,
                                      int K) {
   std::vector<int32_t> ix;
+  if (Lin < 64) return ix;
   int64_t d = lo, c = 0;
   for (int64_t e = lo * C; e + 16 <= hi * C; e += 16, elem_step_next<C>(d, c)) {
-    const int64_t base = o0[d] + c;
-    if (base + 64 > Lin) return {};
+    const int64_t base = std::min(o0[d], Lin - 64);  // (o0 does not decrease)
+    ix.push_back(static_cast<int32_t>(base));
     for (int m = 0; m < K / 2; ++m)
       for (int64_t j = 0; j < 16; ++j) {
         const int64_t dj = d + (c + j) / C, cj = (c + j) % C;  // element e + j
         const int64_t w = o0[dj] + cj + 2 * m * C - base;  // taps 2m and 2m + 1
-        if (w + C >= 64) return {};
+        if (w < 0 || w + C >= 64) return {};
         ix.push_back(static_cast<int32_t>(w | (w + C) << 16));
       }
   }
@@ -2068,14 +2071,14 @@ std::vector<int32_t> elem_perm_table(const int64_t* o0, int64_t lo, int64_t hi, 
 }
 
 template <int C, int K, typename T>
-inline int64_t hrun_elem(const T* S, const int64_t* o0, const float* cw, int64_t cstride,
+inline int64_t hrun_elem(const T* S, const int64_t*, const float* cw, int64_t cstride,
                          int64_t lo, int64_t hi, const int32_t* perm, bool prefetch, float* H) {
   RowPrefetch<C> pf(prefetch);
-  int64_t d = lo, c = 0, e = lo * C;
-  for (; e + 16 <= hi * C; e += 16, perm += 8 * K, elem_step_next<C>(d, c)) {
-    const T* p = S + o0[d] + c;
+  int64_t e = lo * C;
+  for (; e + 16 <= hi * C; e += 16, perm += 8 * K + 1) {
+    const T* p = S + perm[0];
     pf(p);
-    hperm<K, T>(p, perm, cw + e, cstride, H + e);
+    hperm<K, T>(p, perm + 1, cw + e, cstride, H + e);
   }
   return e / C;
 }
