@@ -2020,14 +2020,6 @@ std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-// Whether every wide step over [lo, hi) of a float32 one-channel row fits (hperm_wide).
-inline bool wide_perm_fits(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin, int K) {
-  if (hi - lo < kWidePermPx) return false;
-  for (int64_t d = lo; d + kWidePermPx <= hi; d += kWidePermPx)
-    if (o0[d] + 32 > Lin || o0[d + kWidePermPx - 1] + K - 1 - o0[d] >= 32) return false;
-  return true;
-}
-
 // 16-bit 3-channel rows, x86-64-v4: hperm's steps over output elements instead of
 // pixels.  Element e = d C + c of a row has tap k at o0[d] + c + k C; a step takes 16
 // consecutive elements whose taps lie in the 64 elements from its first pixel's tap 0
@@ -2035,11 +2027,11 @@ inline bool wide_perm_fits(const int64_t* o0, int64_t lo, int64_t hi, int64_t Li
 // element (Lp = C: no fourth lane to drop, no pixel compaction).  Upscales and
 // downscales up to about 3.8x (C = 3 linear) fit.  The steps run over [lo C, hi C) in 16s
 // and return the pixel where they stopped (the caller's scalar pixels redo that one, with
-// the same bits).  hquad's four-pixel steps
-// (masked broadcasts, two vpermt2ps and a vpermps per 12 outputs) ran slower on AMD Zen
-// 4: uint16 1920x1080x3 -> 1280x720 linear, the horizontal pass alone with its rows in
-// L1, one thread, 0.88 -> 0.73-0.75 ms (docs/performance.md, forty-fifth session).
-// The step's first element, pixel d channel c, advances by 16 elements per step.
+// the same bits).  hquad's four-pixel steps (masked broadcasts, two vpermt2ps and a
+// vpermps per 12 outputs) ran slower on AMD Zen 4: uint16 1920x1080x3 -> 1280x720 linear,
+// the horizontal pass alone with its rows in L1, one thread, 0.88 -> 0.73-0.75 ms
+// (docs/performance.md, forty-fifth session).
+// A step's first element, pixel d channel c, advances by 16 elements per step.
 template <int C>
 RS_INLINE void elem_step_next(int64_t& d, int64_t& c) {
   d += 16 / C;
@@ -2086,7 +2078,7 @@ inline int64_t hrun_elem(const T* S, const int64_t*, const float* cw, int64_t cs
 
 // The vector pass over pixels [lo, hi); returns where it stopped (the rest is scalar).
 // perm: perm_table's indices where the build has them for C and K (else null); Wide: its
-// wide steps (float32, one channel, every step fits: wide_perm_fits).
+// wide steps (float32, one channel, every step fits).
 template <int C, int K, typename T, bool Wide = false>
 inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstride, int64_t lo,
                     int64_t hi, const int32_t* perm, bool prefetch, float* H) {
@@ -2545,7 +2537,7 @@ constexpr bool kHVec = false;
 #endif
 
 // Steps: the pixel steps (0), the wide float32 ones (kWideSteps) or the element steps
-// of 16-bit multi-channel rows (kElemSteps), x86-64-v4.
+// of 16-bit 3-channel rows (kElemSteps), x86-64-v4.
 constexpr int kWideSteps = 1, kElemSteps = 2;
 
 template <int C, int K, typename T, int Steps = 0, typename WT = typename FloatPath<T>::WT>
@@ -2716,12 +2708,14 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
       if (perm_rows<T>(C_, K)) {
         bool wide = false;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-        if constexpr (std::is_same_v<T, float>) {
-          wide = K == 2 && wide_perm_fits(o0.data(), f0, f1, Lin, K);
-          if (wide) run = hvec<1, 2, T, kWideSteps>;
-        }
+        if constexpr (std::is_same_v<T, float>)
+          if (K == 2) {  // the wide steps where every one fits
+            perm = perm_table<T>(o0.data(), f0, f1, Lin, K, true);
+            wide = !perm.empty() && std::find(perm.begin(), perm.end(), kPermNone) == perm.end();
+            if (wide) run = hvec<1, 2, T, kWideSteps>;
+          }
 #endif
-        perm = perm_table<T>(o0.data(), f0, f1, Lin, K, wide);
+        if (!wide) perm = perm_table<T>(o0.data(), f0, f1, Lin, K);
       }
   }
   srun = nullptr;
