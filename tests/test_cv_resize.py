@@ -201,6 +201,28 @@ def test_2x2_cells_of_wide_rows_take_every_step(dtype):
                         assert got.tobytes() == want, (C, w, x.shape, ds, flag)
 
 
+@pytest.mark.parametrize("dtype", ["uint16", "float32"])
+def test_2x2_cells_from_every_offset_in_a_line(dtype):
+    """The x86-64-v4 2x2 steps start where the first row's loads are 32-byte aligned (the
+    cells before it one by one): an image at every element offset in a 64-byte line (NumPy's
+    large arrays start 16 bytes past one), rows 32-byte multiples apart and not, gives the
+    reference's bytes."""
+    rng = _rng(37)
+    size = np.dtype(dtype).itemsize
+    for C in (1, 3, 4):
+        for w in (70, 1922):
+            for h, ww in ((4, w), (6, w - 1)):
+                img = _image(rng, (h, ww, C), dtype)
+                want = cv_resize_ref(img, (ww // 2, h // 2), 0, 0, FLAGS["AREA"]).tobytes()
+                buf = np.empty(img.nbytes + 128, np.uint8)
+                first = -buf.ctypes.data % 64
+                for off in range(0, 64, size):
+                    x = buf[first + off:first + off + img.nbytes].view(dtype).reshape(img.shape)
+                    x[...] = img
+                    got = fcv.resize(x, (ww // 2, h // 2), interpolation=FLAGS["AREA"])
+                    assert got.tobytes() == want, (C, ww, h, off)
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
 def test_integer_cells_after_a_pause_and_back_to_back(threads, dtype):
     """Integer-cell INTER_AREA (resizeAreaFast_) prefetches its rows in a call that

@@ -2235,6 +2235,22 @@ RS_INLINE void split16_sse2(const T* p, __m128i& x, __m128i& y) {
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
+// Elements to skip from p until p is 32-byte aligned, in steps of `step` elements (0 where
+// no such step count exists).  A 512-bit load at 16 or 48 bytes past a 64-byte line splits
+// one of the two 256-bit halves that AMD Zen 4 loads it as across two lines, and NumPy's
+// large arrays start 16 bytes past a page (glibc's mmap chunk header): 1920x1080 float32
+// -> 960x540 2x2 cells, kernel alone, one thread, rows in L3: 132-136 us from an aligned
+// image, 147-180 us 16 bytes past one, 133-136 with the head cells; whole calls back to
+// back, 2 threads: float32 / uint16 one channel 0.91 / 0.92 of before, uint16 4 channels
+// 0.97.  (Where the loads are 32 bytes apart per cell, float32 4 channels, no head helps;
+// the linear rows' window loads lost 2 % at 16 bytes past a line: not done.)
+template <typename T>
+inline int64_t split_head(const T* p, int64_t step) {
+  const uintptr_t miss = (0 - reinterpret_cast<uintptr_t>(p)) & 31;
+  const uintptr_t unit = sizeof(T) * static_cast<uintptr_t>(step);
+  return miss % unit == 0 ? static_cast<int64_t>(miss / unit) : 0;
+}
+
 // Four 3-channel 2x2 cells from 32 consecutive elements of a row: the element of each
 // output's pixel 0 (pixel = 0) or pixel 1 (pixel = 1), in output order, 12 lanes used.
 inline __m512i cells3_lanes(int pixel) {
@@ -2333,6 +2349,12 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
   const int64_t n = cells * C;
   int64_t j = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
+  // the first cells one by one until R0's loads are 32-byte aligned (split_head): element
+  // j is channel j % C of cell j / C, whose pixels start at element 2j - j % C
+  for (const int64_t head = std::min(cells, split_head(R0, 2 * C)) * C; j < head; ++j) {
+    const int64_t e = 2 * j - j % C;
+    D[j] = static_cast<T>((int32_t(R0[e]) + R0[e + C] + R1[e] + R1[e + C] + 2) >> 2);
+  }
   {  // split16_avx2 in 512 bits: 16 outputs per step (uint16 1920x1080x4 -> 960x540, 2
      // threads, back to back, us: 426-553 -> 388-466, cv2 348-521: bound by memory; one
      // channel 64 either way, cv2 66-68)
@@ -2416,6 +2438,9 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
       const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
       return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
     };
+    // the first cells one by one until R0's loads are 32-byte aligned (split_head)
+    for (const int64_t head = std::min(n, split_head(R0, 2)); d < head; ++d)
+      D[d] = ((R0[2 * d] + R0[2 * d + 1]) + (R1[2 * d] + R1[2 * d + 1])) * 0.25f;
     for (; d + 16 <= n; d += 16) {
       const __m512 r = _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 2 * d), pairs(R1 + 2 * d)), q);
       _mm512_storeu_ps(D + d, _mm512_castpd_ps(_mm512_permutexvar_pd(order, _mm512_castps_pd(r))));
@@ -3264,6 +3289,9 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
       const int64_t hw = std::is_integral<T>::value && C == 3 ? 8 : hwindow(C, 2);
       nvec = std::min(full_w, w * C >= hw ? (w * C - hw) / (2 * C) + 1 : 0);
       if (C == 3) nvec = std::min(nvec, dw - 1);
+      // float32 one-channel cells past f32_simd take OpenCV's scalar sum order, which the
+      // vector steps (from any first cell: split_head) must not reach
+      if (f32x2 && C == 1) nvec = std::min(nvec, f32_simd);
       o2.resize(static_cast<size_t>(std::max<int64_t>(nvec, 0)));
       for (int64_t d = 0; d < nvec; ++d) o2[d] = 2 * d * C;
     }
