@@ -314,9 +314,9 @@ def test_odd_integer_downscales_of_integer_images(dtype):
 
 def test_integer_downscales_of_float_rows():
     """An integer downscale s gives every interior column the same weights and a first tap
-    s elements after the last one, which one-channel float32 rows of the x86-64-v3 build
-    take 4 columns at a time from blended loads (const_stride_steps: s = 1, 2, 3, 5, 6, 7;
-    s = 4 and 8 stay on the window steps).  Factors 1 to 8, linear and cubic, rows views
+    s elements after the last one, which one-channel float32 rows take 4 columns at a time
+    from blended loads (const_stride_steps: s = 1, 2, 3, 5, 6, 7 in the x86-64-v3 build, s <=
+    5 in the -v4 one; s = 4 and 8 stay on the window or permute steps).  Factors 1 to 8, linear and cubic, rows views
     with an offset and a negative stride, NaN, infinities and -0.0 on every phase of the
     stride (a zero weight's tap makes inf NaN; -0.0 keeps or loses its sign by the zero
     products' signs); widths k dw + 1, whose interior columns keep the step k for the whole

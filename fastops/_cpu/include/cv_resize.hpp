@@ -576,9 +576,17 @@ inline void hot_stride_row(const T* S, const int64_t* hot, int64_t Lin, int64_t 
 // t3 c3 with the columns' own weights, so a zero weight's tap still turns an infinity into
 // NaN and keeps its zero's sign, as in OpenCV.  The window pass loads a window and an
 // offset per column and transposes them: 0.68 ns per output against 0.33 here, one row
-// of 1920 -> 640 in L2 on the Zen 1 VM (docs/performance.md, forty-third session).
+// of 1920 -> 640 in L2 on the Zen 1 VM (docs/performance.md, forty-third session).  The
+// x86-64-v4 build takes them too, for s <= 5, over its permute and wide steps: Zen 4, one
+// thread, whole call, 1920x1080 -> w x 720 linear, ms: s = 1 0.95 -> 0.51, s = 2 0.53 ->
+// 0.40, s = 3 (-> 640x640) 0.42 -> 0.29, s = 5 0.23 -> 0.17; s = 6 lost (0.16 -> 0.17,
+// cubic 0.205 -> 0.219), s = 7 tied.
 // s % 4 != 0: tap k of outputs 0 and 1 (2 and 3) must sit in different lanes of their loads.
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+constexpr int64_t kConstStrideMax = 5;
+#else
 constexpr int64_t kConstStrideMax = 7;
+#endif
 
 constexpr int64_t const_stride_loads(int64_t s, int K) { return (3 * s + K - 1) / 4 + 1; }
 
@@ -621,10 +629,13 @@ ConstStride const_stride_fn(int64_t s) {
     case 2: return const_stride_steps<2, K>;
     case 3: return const_stride_steps<3, K>;
     case 5: return const_stride_steps<5, K>;
-    case 6: return const_stride_steps<6, K>;
-    case 7: return const_stride_steps<7, K>;
-    default: return nullptr;
+    default: break;
   }
+  if constexpr (kConstStrideMax == 7) {
+    if (s == 6) return const_stride_steps<6, K>;
+    if (s == 7) return const_stride_steps<7, K>;
+  }
+  return nullptr;
 }
 #endif
 
@@ -2746,7 +2757,7 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
   srun = nullptr;
   sn = 0;
 #if defined(__AVX2__)
-  if constexpr (std::is_same_v<T, float> && kHotStride1)
+  if constexpr (std::is_same_v<T, float>)
     if (run && C_ == 1 && f1 - f0 >= 16) {
       const int64_t s = o0[f0 + 1] - o0[f0];
       bool same = s >= 1 && s <= kConstStrideMax && s % 4 != 0;
