@@ -289,7 +289,7 @@ def test_odd_integer_downscales_of_integer_images(dtype):
     the others 0, so the horizontal sums of an integer image are exact and taken as a
     widening gather (uint8 linear, linear_exact and cubic, 16-bit linear and cubic, 3 and 4
     channels, uint8 linear into an int16 ring; 16-bit one-channel rows in the x86-64-v3
-    build: hot_stride_row's 8-column steps, factors 3, 5 and 7, and its tail).  Wide rows
+    and -v4 builds: hot_stride_row's 8-column steps, factors 3, 5 and 7, and its tail).  Wide rows
     (the paired steps and the scalar tail), factors 3 to 11, row views with an offset and
     a negative stride, a non-integer vertical scale: bit for bit with the reference and
     with cv2 (IPP off)."""

@@ -26,12 +26,12 @@
 //   exact, so uint8 linear / linear_exact / cubic and 16-bit linear / cubic rows of 3 and
 //   4 channels take a widening gather (hot_pass; uint8 INTER_LINEAR into an int16 ring,
 //   what the vertical pass would have packed), one-channel 16-bit rows of
-//   the x86-64-v3 build in-lane byte shuffles (hot_stride_row); the vertical sums are
-//   unchanged.
+//   the x86-64-v3 and -v4 builds in-lane byte shuffles (hot_stride_row); the vertical
+//   sums are unchanged.
 // * exact 2x linear upscales (dw = 2w) of 16-bit and float32 rows, x86-64-v3 and -v4:
 //   the horizontal sums from three contiguous windows (up2_run), the same operations.
 // * float32 one-channel rows whose columns step by a constant s with constant weights
-//   (integer downscales), x86-64-v3: 4 columns from blended loads (const_stride_steps);
+//   (integer downscales), x86-64-v3 and -v4: 4 columns from blended loads (const_stride_steps);
 //   other one-channel linear rows load each column's tap pair (Lane128 / Lane256 pairs),
 //   not a 4-element window.
 // * cv_resize_exact: INTER_LINEAR_EXACT (resize_bitExact): softdouble (IEEE double)
@@ -497,8 +497,7 @@ inline void hot_hrow(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, HT
 // permutes are what the first version of these steps (one vpermd per 8 elements) waited
 // on: Zen 1 runs a ymm vpermd in 3 uops, one per 4 cycles.  uint16 1920x1080 -> 640x640
 // linear, Zen 1 VM, one thread, the horizontal pass alone: 0.54 -> 0.18 ms; the whole
-// call 0.64 -> 0.30 against cv2's 0.51.  The x86-64-v4 build keeps its permute steps
-// (perm_table).
+// call 0.64 -> 0.30 against cv2's 0.51.
 constexpr int64_t kHotStrideMax = 7;
 
 // hot[d] = hot[0] + s d for every column, s = 3, 5 or 7 (one-hot columns have odd steps:
@@ -512,8 +511,11 @@ inline bool hot_stride_ok(const std::vector<int64_t>& hot) {
   return true;
 }
 
-// (the x86-64-v3 build only)
-#if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
+// (the x86-64-v3 and -v4 builds: on Zen 4 the -v4 build's permute steps, which it kept
+// until measured there, took 1.5-2.2x as long, one thread, whole call, 1920x1080 -> 640x640
+// linear 0.174 -> 0.113 ms, cubic 0.300 -> 0.136, -> 384x720 (s = 5) 0.164 -> 0.082; s = 7
+// tied)
+#if defined(__AVX2__)
 constexpr bool kHotStride1 = true;
 #else
 constexpr bool kHotStride1 = false;
