@@ -206,7 +206,8 @@ def test_2x2_cells_from_every_offset_in_a_line(dtype):
     """The x86-64-v4 2x2 steps start where the first row's loads are 32-byte aligned (the
     cells before it one by one): an image at every element offset in a 64-byte line (NumPy's
     large arrays start 16 bytes past one), rows 32-byte multiples apart and not, gives the
-    reference's bytes."""
+    reference's bytes, written into a dst that ends just before an unreadable page (the
+    last steps' stores are masked to the row's cells)."""
     rng = _rng(37)
     size = np.dtype(dtype).itemsize
     for C in (1, 3, 4):
@@ -221,6 +222,9 @@ def test_2x2_cells_from_every_offset_in_a_line(dtype):
                     x[...] = img
                     got = fcv.resize(x, (ww // 2, h // 2), interpolation=FLAGS["AREA"])
                     assert got.tobytes() == want, (C, ww, h, off)
+                dst = guarded(np.zeros_like(got), "end")
+                fcv.resize(img, (ww // 2, h // 2), dst=dst, interpolation=FLAGS["AREA"])
+                assert dst.tobytes() == want, (C, ww, h, "guarded dst")
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
