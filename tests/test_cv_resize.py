@@ -293,10 +293,10 @@ def test_odd_integer_downscales_of_integer_images(dtype):
     the others 0, so the horizontal sums of an integer image are exact and taken as a
     widening gather (uint8 linear, linear_exact and cubic, 16-bit linear and cubic, 3 and 4
     channels, uint8 linear into an int16 ring; 16-bit one-channel rows in the x86-64-v3
-    and -v4 builds: hot_stride_row's 8-column steps, factors 3, 5 and 7, and its tail).  Wide rows
-    (the paired steps and the scalar tail), factors 3 to 11, row views with an offset and
-    a negative stride, a non-integer vertical scale: bit for bit with the reference and
-    with cv2 (IPP off)."""
+    and -v4 builds: hot_stride_row's 8-column steps, factors 3, 5 and 7, and its tail).
+    Wide rows (the paired steps and the scalar tail), factors 3 to 11, row views with an
+    offset and a negative stride, a non-integer vertical scale: bit for bit with the
+    reference and with cv2 (IPP off)."""
     cv2 = peer("cv2")
     rng = _rng(23)
     with _ipp(cv2, False):
@@ -319,13 +319,13 @@ def test_odd_integer_downscales_of_integer_images(dtype):
 def test_integer_downscales_of_float_rows():
     """An integer downscale s gives every interior column the same weights and a first tap
     s elements after the last one, which one-channel float32 rows take 4 columns at a time
-    from blended loads (const_stride_steps: s = 1, 2, 3, 5, 6, 7 in the x86-64-v3 build, s <=
-    5 in the -v4 one; s = 4 and 8 stay on the window or permute steps).  Factors 1 to 8, linear and cubic, rows views
-    with an offset and a negative stride, NaN, infinities and -0.0 on every phase of the
-    stride (a zero weight's tap makes inf NaN; -0.0 keeps or loses its sign by the zero
-    products' signs); widths k dw + 1, whose interior columns keep the step k for the whole
-    row with weights that drift (they must take the window steps): bit for bit with the
-    reference and cv2 (IPP off)."""
+    from blended loads (const_stride_steps: s = 1, 2, 3, 5, 6, 7 in the x86-64-v3 build,
+    s <= 5 in the -v4 one; s = 4 and 8 stay on the window or permute steps).  Factors 1
+    to 8, linear and cubic, rows views with an offset and a negative stride, NaN,
+    infinities and -0.0 on every phase of the stride (a zero weight's tap makes inf NaN;
+    -0.0 keeps or loses its sign by the zero products' signs); widths k dw + 1, whose
+    interior columns keep the step k for the whole row with weights that drift (they
+    must take the window steps): bit for bit with the reference and cv2 (IPP off)."""
     cv2 = peer("cv2")
     rng = _rng(31)
     base = _image(rng, (13, 843), "float32")

@@ -36,6 +36,14 @@ inline int simd_cap() {
   return cap;
 }
 
+// AMD CPUs, where the x86-64-v4 build's 512-bit steps cost more than the lanes suggest:
+// Zen 4 runs a 512-bit operation as two 256-bit halves and its vector gathers are slower
+// than scalar loads (grid_sample.hpp linear2_direct_any, selection.hpp rank_pays).  A
+// read of libgcc's CPU model (initialised before any call reaches here), no cpuid.
+#if defined(__x86_64__) || defined(__i386__)
+inline bool amd_cpu() { return __builtin_cpu_is("amd"); }
+#endif
+
 // NaN test that folds to `false` for integer types.
 template <typename T>
 inline bool is_nan(T v) {

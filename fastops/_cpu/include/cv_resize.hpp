@@ -31,9 +31,9 @@
 // * exact 2x linear upscales (dw = 2w) of 16-bit and float32 rows, x86-64-v3 and -v4:
 //   the horizontal sums from three contiguous windows (up2_run), the same operations.
 // * float32 one-channel rows whose columns step by a constant s with constant weights
-//   (integer downscales), x86-64-v3 and -v4: 4 columns from blended loads (const_stride_steps);
-//   other one-channel linear rows load each column's tap pair (Lane128 / Lane256 pairs),
-//   not a 4-element window.
+//   (integer downscales), x86-64-v3 and -v4: 4 columns from blended loads
+//   (const_stride_steps); other one-channel linear rows load each column's tap pair
+//   (Lane128 / Lane256 pairs), not a 4-element window.
 // * cv_resize_exact: INTER_LINEAR_EXACT (resize_bitExact): softdouble (IEEE double)
 //   coefficients in 8 (uint8) or 16 (uint16, int16) fractional bits, exact integer passes
 //   rounded (v + half) >> shift.

@@ -1033,7 +1033,7 @@ void linear2_direct(const float* x, const float* grid, const Shape& s, bool alig
 inline void linear2_direct_any(const float* x, const float* grid, const Shape& s, bool align,
                                float* out, int nthreads) {
 #if defined(__AVX512F__)
-  if (!__builtin_cpu_is("amd"))
+  if (!amd_cpu())
     return linear2_direct<Avx512Lanes>(x, grid, s, align, out, nthreads);
 #endif
   linear2_direct<Avx2Lanes>(x, grid, s, align, out, nthreads);

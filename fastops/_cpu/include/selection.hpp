@@ -444,7 +444,7 @@ template <typename T>
 inline bool rank_pays(int64_t m, int64_t k) {
   int64_t lanes = kRankLanesOf<T>;
 #if defined(__AVX512F__)
-  if (sizeof(RankKey<T>) == 8 && __builtin_cpu_is("amd")) lanes /= 2;
+  if (sizeof(RankKey<T>) == 8 && amd_cpu()) lanes /= 2;
 #endif
   return m <= kWideRankMax && m * m <= kRankCost * lanes * k;
 }
