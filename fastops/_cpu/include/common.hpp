@@ -44,6 +44,17 @@ inline int simd_cap() {
 inline bool amd_cpu() { return __builtin_cpu_is("amd"); }
 #endif
 
+// The lane mask of lanes [0, n) for a mask type of 8, 16 or 64 lanes (__mmask8,
+// __mmask16, uint64_t byte masks), n clamped to [0, lanes]: the one helper of every
+// masked tail step.
+template <typename M>
+inline M first_lanes(int64_t n) {
+  constexpr int64_t kLanes = 8 * sizeof(M);
+  if (n <= 0) return M(0);
+  if (n >= kLanes) return static_cast<M>(~uint64_t{0});
+  return static_cast<M>((uint64_t{1} << n) - 1);
+}
+
 // NaN test that folds to `false` for integer types.
 template <typename T>
 inline bool is_nan(T v) {

@@ -267,7 +267,7 @@ inline void dw_hardswish(V a0, V a1, T b, bool has_bias, T* dst, int64_t nb) {
       if (nb >= 16 * (i + 1))
         _mm512_storeu_ps(dst + 16 * i, r);
       else
-        _mm512_mask_storeu_ps(dst + 16 * i, static_cast<__mmask16>((1u << (nb - 16 * i)) - 1), r);
+        _mm512_mask_storeu_ps(dst + 16 * i, first_lanes<__mmask16>(nb - 16 * i), r);
     }
     return;
   }
@@ -439,11 +439,11 @@ inline V dw_load_n(const T* p, int64_t n) {
   }
 #if defined(__AVX512F__)
   if constexpr (sizeof(V) == 64 && std::is_same<T, float>::value) {
-    const __m512 r = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
+    const __m512 r = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(n), p);
     std::memcpy(&v, &r, sizeof(V));
     return v;
   } else if constexpr (sizeof(V) == 64 && std::is_same<T, double>::value) {
-    const __m512d r = _mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << n) - 1), p);
+    const __m512d r = _mm512_maskz_loadu_pd(first_lanes<__mmask8>(n), p);
     std::memcpy(&v, &r, sizeof(V));
     return v;
   }
@@ -464,12 +464,12 @@ inline void dw_store_n(T* p, V v, int64_t n) {
   if constexpr (sizeof(V) == 64 && std::is_same<T, float>::value) {
     __m512 r;
     std::memcpy(&r, &v, sizeof(V));
-    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), r);
+    _mm512_mask_storeu_ps(p, first_lanes<__mmask16>(n), r);
     return;
   } else if constexpr (sizeof(V) == 64 && std::is_same<T, double>::value) {
     __m512d r;
     std::memcpy(&r, &v, sizeof(V));
-    _mm512_mask_storeu_pd(p, static_cast<__mmask8>((1u << n) - 1), r);
+    _mm512_mask_storeu_pd(p, first_lanes<__mmask8>(n), r);
     return;
   }
 #endif

@@ -501,8 +501,15 @@ inline void hot_hrow(const T* S, const int64_t* hot, int64_t Lin, int64_t dw, HT
 constexpr int64_t kHotStrideMax = 7;
 
 // hot[d] = hot[0] + s d for every column, s = 3, 5 or 7 (one-hot columns have odd steps:
-// (d + 0.5) s - 0.5 is an integer for every d), at least 16 columns.
+// (d + 0.5) s - 0.5 is an integer for every d), at least 16 columns, in a build with
+// hot_stride_row (AVX2: the x86-64-v3 and -v4 builds; on Zen 4 the -v4 build's permute
+// steps, which it kept until measured there, took 1.5-2.2x as long, one thread, whole call,
+// 1920x1080 -> 640x640 linear 0.174 -> 0.113 ms, cubic 0.300 -> 0.136, -> 384x720 (s = 5)
+// 0.164 -> 0.082; s = 7 tied).
 inline bool hot_stride_ok(const std::vector<int64_t>& hot) {
+#if !defined(__AVX2__)
+  return false;
+#endif
   if (hot.size() < 16) return false;
   const int64_t s = hot[1] - hot[0];
   if (s < 3 || s > kHotStrideMax || s % 2 == 0) return false;
@@ -510,16 +517,6 @@ inline bool hot_stride_ok(const std::vector<int64_t>& hot) {
     if (hot[d] - hot[d - 1] != s) return false;
   return true;
 }
-
-// (the x86-64-v3 and -v4 builds: on Zen 4 the -v4 build's permute steps, which it kept
-// until measured there, took 1.5-2.2x as long, one thread, whole call, 1920x1080 -> 640x640
-// linear 0.174 -> 0.113 ms, cubic 0.300 -> 0.136, -> 384x720 (s = 5) 0.164 -> 0.082; s = 7
-// tied)
-#if defined(__AVX2__)
-constexpr bool kHotStride1 = true;
-#else
-constexpr bool kHotStride1 = false;
-#endif
 
 #if defined(__AVX2__)
 template <int S, typename T>
@@ -2479,31 +2476,27 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
                                                         14, 18, 19, 20, 24, 25, 26, 0};
     const __m512i starts = _mm512_load_si512(kStarts);
     const __m512 zero = _mm512_setzero_ps();
-    auto sums = [](const float* a, const float* b) {  // ((a0 + a1) + b0) + b1
-      return _mm512_add_ps(
-          _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(a), _mm512_loadu_ps(a + 3)),
-                        _mm512_loadu_ps(b)),
-          _mm512_loadu_ps(b + 3));
+    // ((a0 + a1) + b0) + b1, the loads at a and b under mask k, those 3 floats on under k3
+    // (masked-off lanes read nothing; GCC makes all-lane masks plain loads)
+    auto sums = [](const float* a, const float* b, __mmask16 k, __mmask16 k3) {
+      return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(k, a),
+                                                       _mm512_maskz_loadu_ps(k3, a + 3)),
+                                         _mm512_maskz_loadu_ps(k, b)),
+                           _mm512_maskz_loadu_ps(k3, b + 3));
     };
+    constexpr __mmask16 kAll = 0xFFFF;
     for (; d + 7 <= n; d += 5) {
       const float* a = R0 + 6 * d;
       const float* b = R1 + 6 * d;
-      const __m512 sum = _mm512_permutex2var_ps(sums(a, b), starts, sums(a + 16, b + 16));
+      const __m512 sum = _mm512_permutex2var_ps(sums(a, b, kAll, kAll), starts,
+                                                sums(a + 16, b + 16, kAll, kAll));
       _mm512_storeu_ps(D + 3 * d, _mm512_mul_ps(_mm512_add_ps(zero, sum), q));
     }
-    // the last r <= 5 cells a step: loads masked to the 6r floats of the cells (masked-off
-    // lanes read nothing), the 3r outputs stored under a mask.  The scalar cell sums they
+    // the last r <= 5 cells a step: loads masked to the 6r floats of the cells, the 3r
+    // outputs stored under a mask.  The scalar cell sums they
     // replace took 8-12 % of 224x224x3 -> 112x112 (6 of 112 cells a row).
-    auto first = [](int64_t m) {  // lanes [0, m)
-      const auto lanes = static_cast<unsigned>(std::clamp<int64_t>(m, 0, 16));
-      return static_cast<__mmask16>(_bzhi_u32(0xFFFF, lanes));
-    };
     auto part = [&](const float* a, const float* b, int64_t m) {  // sums of elements < m
-      const __m512 a0 = _mm512_maskz_loadu_ps(first(m), a);
-      const __m512 a1 = _mm512_maskz_loadu_ps(first(m - 3), a + 3);
-      const __m512 b0 = _mm512_maskz_loadu_ps(first(m), b);
-      const __m512 b1 = _mm512_maskz_loadu_ps(first(m - 3), b + 3);
-      return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), b0), b1);
+      return sums(a, b, first_lanes<__mmask16>(m), first_lanes<__mmask16>(m - 3));
     };
     for (; d < n; d += 5) {
       const int64_t m = 6 * std::min<int64_t>(5, n - d);
@@ -2511,7 +2504,8 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
       const float* b = R1 + 6 * d;
       const __m512 sum =
           _mm512_permutex2var_ps(part(a, b, m), starts, part(a + 16, b + 16, m - 16));
-      _mm512_mask_storeu_ps(D + 3 * d, first(m / 2), _mm512_mul_ps(_mm512_add_ps(zero, sum), q));
+      _mm512_mask_storeu_ps(D + 3 * d, first_lanes<__mmask16>(m / 2),
+                            _mm512_mul_ps(_mm512_add_ps(zero, sum), q));
     }
   }
   return d;
@@ -2702,7 +2696,7 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
   }
   hot.clear();
   if constexpr (std::is_integral_v<T>) {
-    if (C_ == 3 || C_ == 4 || (kHotStride1 && C_ == 1))
+    if (C_ == 1 || C_ == 3 || C_ == 4)
       hot = one_hot_taps<WT>(xo.data(), xa.data(), K, dw_, 1.f);
     if (C_ == 1 && !hot_stride_ok(hot)) hot.clear();
   }
@@ -3320,14 +3314,20 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
         runs[3] = area2x2_run16<4, T>;
       }
       run2x2 = runs[C - 1];
-      // loads inside the row: 2dC + hw <= w * C (16 bytes per cell for 16-bit C = 3)
-      const int64_t hw = std::is_integral<T>::value && C == 3 ? 8 : hwindow(C, 2);
-      nvec = std::min(full_w, w * C >= hw ? (w * C - hw) / (2 * C) + 1 : 0);
-      if (C == 3) nvec = std::min(nvec, dw - 1);
+      // float32 3-channel cells in the x86-64-v4 build: every full one (area2x2_f32_avx512
+      // masks its last steps); else loads inside the row: 2dC + hw <= w * C (16 bytes per
+      // cell for 16-bit C = 3)
+      bool masked_tail = false;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-      // float32 3-channel cells: every full one (area2x2_f32_avx512 masks its last steps)
-      if (std::is_same<T, float>::value && C == 3) nvec = full_w;
+      masked_tail = std::is_same<T, float>::value && C == 3;
 #endif
+      if (masked_tail) {
+        nvec = full_w;
+      } else {
+        const int64_t hw = std::is_integral<T>::value && C == 3 ? 8 : hwindow(C, 2);
+        nvec = std::min(full_w, w * C >= hw ? (w * C - hw) / (2 * C) + 1 : 0);
+        if (C == 3) nvec = std::min(nvec, dw - 1);
+      }
       // float32 one-channel cells past f32_simd take OpenCV's scalar sum order, which the
       // vector steps (from any first cell: split_head) must not reach
       if (f32x2 && C == 1) nvec = std::min(nvec, f32_simd);

@@ -894,7 +894,7 @@ struct Avx512Lanes {
   static I trunc_where(M m, V f) { return _mm512_maskz_cvttps_epi32(m, f); }
   static M both(M a, M b) { return a & b; }
   static M gt(I a, I b) { return _mm512_cmpgt_epi32_mask(a, b); }
-  static M first(int cnt) { return static_cast<M>((1u << cnt) - 1); }
+  static M first(int cnt) { return first_lanes<M>(cnt); }
   static bool all(M m) { return m == 0xFFFF; }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* dst, V r, M live, int) { _mm512_mask_storeu_ps(dst, live, r); }

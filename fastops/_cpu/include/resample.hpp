@@ -1511,7 +1511,6 @@ inline bool cpu_has_vbmi() {
 // offw: each output pixel's first source element, of E bytes; B bytes a pixel (<= 16).
 inline PermSteps perm_steps(const int64_t* offw, int64_t E, int64_t Wo, int64_t B) {
   PermSteps s;
-  auto bits = [](int64_t n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; };
   auto off = [&](int64_t p) { return offw[p] * E; };
   for (int64_t p = 0; p < Wo;) {
     int64_t lo = off(p), hi = off(p) + B, g = 1;
@@ -1523,9 +1522,9 @@ inline PermSteps perm_steps(const int64_t* offw, int64_t E, int64_t Wo, int64_t 
     }
     s.base.push_back(lo);
     s.at.push_back(p * B);
-    s.lo.push_back(bits(hi - lo));
-    s.hi.push_back(hi - lo > 64 ? bits(hi - lo - 64) : 0);
-    s.out.push_back(bits(g * B));
+    s.lo.push_back(first_lanes<uint64_t>(hi - lo));
+    s.hi.push_back(first_lanes<uint64_t>(hi - lo - 64));
+    s.out.push_back(first_lanes<uint64_t>(g * B));
     for (int64_t j = 0; j < 64; ++j)
       s.idx.push_back(j < g * B ? static_cast<uint8_t>(off(p + j / B) - lo + j % B) : 0);
     p += g;
