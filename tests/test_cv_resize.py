@@ -206,12 +206,14 @@ def test_2x2_cells_from_every_offset_in_a_line(dtype):
     """The x86-64-v4 2x2 steps start where the first row's loads are 32-byte aligned (the
     cells before it one by one): an image at every element offset in a 64-byte line (NumPy's
     large arrays start 16 bytes past one), rows 32-byte multiples apart and not, gives the
-    reference's bytes, written into a dst that ends just before an unreadable page (the
-    last steps' stores are masked to the row's cells)."""
+    reference's bytes.  So does one whose last row ends just before an unreadable page, its
+    rows `pad` bytes further apart than their length (which moves the first cell through
+    the line), written into a dst that ends just before one: the last step of a row, masked
+    to its cells, reads and writes nothing past them."""
     rng = _rng(37)
     size = np.dtype(dtype).itemsize
     for C in (1, 3, 4):
-        for w in (70, 1922):
+        for w in (70, 72, 1922):        # 36 cells: the 1-channel vector cells end the row
             for h, ww in ((4, w), (6, w - 1)):
                 img = _image(rng, (h, ww, C), dtype)
                 want = cv_resize_ref(img, (ww // 2, h // 2), 0, 0, FLAGS["AREA"]).tobytes()
@@ -222,9 +224,15 @@ def test_2x2_cells_from_every_offset_in_a_line(dtype):
                     x[...] = img
                     got = fcv.resize(x, (ww // 2, h // 2), interpolation=FLAGS["AREA"])
                     assert got.tobytes() == want, (C, ww, h, off)
-                dst = guarded(np.zeros_like(got), "end")
-                fcv.resize(img, (ww // 2, h // 2), dst=dst, interpolation=FLAGS["AREA"])
-                assert dst.tobytes() == want, (C, ww, h, "guarded dst")
+                row = ww * C * size
+                for pad in range(0, 64, size):
+                    stride = row + pad
+                    src = guarded(np.zeros((h - 1) * stride + row, np.uint8), "end")
+                    x = np.ndarray(img.shape, dtype, src, strides=(stride, C * size, size))
+                    x[...] = img
+                    dst = guarded(np.zeros_like(got), "end")
+                    fcv.resize(x, (ww // 2, h // 2), dst=dst, interpolation=FLAGS["AREA"])
+                    assert dst.tobytes() == want, (C, ww, h, pad, "guarded")
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])

@@ -2432,7 +2432,10 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
 // 3 floats apart (C = 3) or 128-bit lane shuffles (C = 4), in area2x2_group's order,
 // where Lane256 gathers a window per pixel.  float32 1920x1080 -> 960x540, 2 threads,
 // back to back, alternating processes, us: 1 channel 175 -> 100 (cv2 86-101), 3 channels
-// 691 -> 576 (cv2 559-587), 4 channels 861 -> 811 (cv2 747-908: bound by memory).
+// 691 -> 576 (cv2 559-587), 4 channels 861 -> 811 (cv2 747-908: bound by memory).  Every
+// cell of [0, n): the last step's loads and stores masked to its cells, which reads and
+// writes nothing past them.  (Before, the last 15 cells of a 1-channel row, 3 of a
+// 4-channel one, took the generic scalar cell sums: 4 % of the 1-channel call.)
 template <int C>
 inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, float* D) {
   int64_t d = 0;
@@ -2444,26 +2447,40 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
     // alone, one thread, rows in L3, 1920x1080 -> 960x540, us: 146-148 -> 128-131 (reading
     // the image alone: 85).
     const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
-    auto pairs = [](const float* p) {
-      const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
-      return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
+    // the sums of cells d .. d + 15 in order, the loads of m floats (m < 32: masked)
+    auto cells = [&](int64_t d, int64_t m) {
+      auto pairs = [m](const float* p) {
+        const __m512 a = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(m), p);
+        const __m512 b = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(m - 16), p + 16);
+        return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
+      };
+      const __m512 r = _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 2 * d), pairs(R1 + 2 * d)), q);
+      return _mm512_castpd_ps(_mm512_permutexvar_pd(order, _mm512_castps_pd(r)));
     };
     // the first cells one by one until R0's loads are 32-byte aligned (split_head)
     for (const int64_t head = std::min(n, split_head(R0, 2)); d < head; ++d)
       D[d] = ((R0[2 * d] + R0[2 * d + 1]) + (R1[2 * d] + R1[2 * d + 1])) * 0.25f;
-    for (; d + 16 <= n; d += 16) {
-      const __m512 r = _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 2 * d), pairs(R1 + 2 * d)), q);
-      _mm512_storeu_ps(D + d, _mm512_castpd_ps(_mm512_permutexvar_pd(order, _mm512_castps_pd(r))));
+    for (; d + 16 <= n; d += 16) _mm512_storeu_ps(D + d, cells(d, 32));
+    if (d < n) {
+      _mm512_mask_storeu_ps(D + d, first_lanes<__mmask16>(n - d), cells(d, 2 * (n - d)));
+      d = n;
     }
   } else if constexpr (C == 4) {
-    auto pairs = [](const float* p) {
-      const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
-      return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                           _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    // the sums of cells d .. d + 3, the loads of m floats (m < 32: masked)
+    auto cells = [&](int64_t d, int64_t m) {
+      auto pairs = [m](const float* p) {
+        const __m512 a = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(m), p);
+        const __m512 b = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(m - 16), p + 16);
+        return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+      };
+      return _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 8 * d), pairs(R1 + 8 * d)), q);
     };
-    for (; d + 4 <= n; d += 4)
-      _mm512_storeu_ps(D + 4 * d,
-                       _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 8 * d), pairs(R1 + 8 * d)), q));
+    for (; d + 4 <= n; d += 4) _mm512_storeu_ps(D + 4 * d, cells(d, 32));
+    if (d < n) {
+      _mm512_mask_storeu_ps(D + 4 * d, first_lanes<__mmask16>(4 * (n - d)), cells(d, 8 * (n - d)));
+      d = n;
+    }
   } else if constexpr (C == 3) {
     // 5 cells per step with one permute: loads 3 floats on put each cell's second pixel
     // under its first, so the sums run in place, then the 15 lanes that start a cell
@@ -2537,21 +2554,25 @@ inline int64_t area2x2_f32c1_avx2(const float* R0, const float* R1, int64_t n, f
 
 // Cells [0, n) of one output row; returns where it stopped.  n leaves room for the
 // windows (hwindow) and, for C = 3, for the fourth lane's store (the caller keeps the
-// row's last cell).
+// row's last cell), except in area2x2_f32_avx512 (n: the row's full cells).
 template <int C, typename T>
 inline int64_t area2x2_run(const T* R0, const T* R1, const int64_t* o0, int64_t n, T* D) {
-  constexpr int64_t P = hgroup_px(C);
-  int64_t d = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  if constexpr (std::is_same<T, float>::value && C != 2) d = area2x2_f32_avx512<C>(R0, R1, n, D);
+  if constexpr (std::is_same<T, float>::value && C != 2)
+    return area2x2_f32_avx512<C>(R0, R1, n, D);  // every cell
+  else
 #endif
+  {
+    constexpr int64_t P = hgroup_px(C);
+    int64_t d = 0;
 #if defined(__AVX2__)
-  if constexpr (std::is_same<T, float>::value && C == 1)
-    d += area2x2_f32c1_avx2(R0 + 2 * d, R1 + 2 * d, n - d, D + d);
-  for (; d + 2 * P <= n; d += 2 * P) area2x2_group<Lane256, C, T>(R0, R1, o0 + d, D + d * C);
+    if constexpr (std::is_same<T, float>::value && C == 1)
+      d = area2x2_f32c1_avx2(R0, R1, n, D);
+    for (; d + 2 * P <= n; d += 2 * P) area2x2_group<Lane256, C, T>(R0, R1, o0 + d, D + d * C);
 #endif
-  for (; d + P <= n; d += P) area2x2_group<Lane128, C, T>(R0, R1, o0 + d, D + d * C);
-  return d;
+    for (; d + P <= n; d += P) area2x2_group<Lane128, C, T>(R0, R1, o0 + d, D + d * C);
+    return d;
+  }
 }
 
 // The vertical pass of 16-bit images over elements [j, n): linear R0 * b0 + R1 * b1, cubic
@@ -3314,12 +3335,12 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
         runs[3] = area2x2_run16<4, T>;
       }
       run2x2 = runs[C - 1];
-      // float32 3-channel cells in the x86-64-v4 build: every full one (area2x2_f32_avx512
-      // masks its last steps); else loads inside the row: 2dC + hw <= w * C (16 bytes per
-      // cell for 16-bit C = 3)
+      // float32 cells of 1, 3 or 4 channels in the x86-64-v4 build: every full one
+      // (area2x2_f32_avx512 masks its last step); else loads inside the row: 2dC + hw <=
+      // w * C (16 bytes per cell for 16-bit C = 3)
       bool masked_tail = false;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-      masked_tail = std::is_same<T, float>::value && C == 3;
+      masked_tail = std::is_same<T, float>::value && C != 2;
 #endif
       if (masked_tail) {
         nvec = full_w;
