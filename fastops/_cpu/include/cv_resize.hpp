@@ -2369,8 +2369,8 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
      // threads, back to back, us: 426-553 -> 388-466, cv2 348-521: bound by memory; one
      // channel 64 either way, cv2 66-68)
     constexpr bool u = std::is_same<T, uint16_t>::value;
-    auto split = [](const T* p, __m512i& x, __m512i& y) {
-      const __m512i v = _mm512_loadu_si512(p);
+    auto split = [](const T* p, __mmask32 k, __m512i& x, __m512i& y) {  // k: elements read
+      const __m512i v = _mm512_maskz_loadu_epi16(k, p);
       if constexpr (C == 1) {
         x = u ? _mm512_and_si512(v, _mm512_set1_epi32(0xffff))
               : _mm512_srai_epi32(_mm512_slli_epi32(v, 16), 16);
@@ -2383,15 +2383,27 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
         y = _mm512_srai_epi32(_mm512_unpackhi_epi16(v, v), 16);
       }
     };
-    for (; j + 16 <= n; j += 16) {
+    // outputs j .. j + 15 from the 2m elements of each row there (m < 16: masked)
+    auto sums = [&](int64_t j, int64_t m) {
       __m512i a, b, c, d;
-      split(R0 + 2 * j, a, b);
-      split(R1 + 2 * j, c, d);
-      const __m512i s = _mm512_srai_epi32(
+      split(R0 + 2 * j, first_lanes<__mmask32>(2 * m), a, b);
+      split(R1 + 2 * j, first_lanes<__mmask32>(2 * m), c, d);
+      return _mm512_srai_epi32(
           _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a, b), _mm512_add_epi32(c, d)),
                            _mm512_set1_epi32(2)), 2);
+    };
+    for (; j + 16 <= n; j += 16) {
+      const __m512i s = sums(j, 16);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(D + j),
                           u ? _mm512_cvtusepi32_epi16(s) : _mm512_cvtsepi32_epi16(s));
+    }
+    // the row's last cells under masks (in this build the caller's cells are all the
+    // row's full ones)
+    if (j < n) {
+      const __mmask16 k = first_lanes<__mmask16>(n - j);
+      if constexpr (u) _mm512_mask_cvtusepi32_storeu_epi16(D + j, k, sums(j, n - j));
+      else _mm512_mask_cvtsepi32_storeu_epi16(D + j, k, sums(j, n - j));
+      j = n;
     }
   }
 #endif
@@ -3335,12 +3347,13 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
         runs[3] = area2x2_run16<4, T>;
       }
       run2x2 = runs[C - 1];
-      // float32 cells of 1, 3 or 4 channels in the x86-64-v4 build: every full one
-      // (area2x2_f32_avx512 masks its last step); else loads inside the row: 2dC + hw <=
-      // w * C (16 bytes per cell for 16-bit C = 3)
+      // float32 cells of 1, 3 or 4 channels and 16-bit ones of 1 or 4 in the x86-64-v4
+      // build: every full one (area2x2_f32_avx512 and area2x2_run16 mask their last
+      // step); else loads inside the row: 2dC + hw <= w * C (16 bytes per cell for
+      // 16-bit C = 3)
       bool masked_tail = false;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-      masked_tail = std::is_same<T, float>::value && C != 2;
+      masked_tail = std::is_same<T, float>::value ? C != 2 : C == 1 || C == 4;
 #endif
       if (masked_tail) {
         nvec = full_w;
