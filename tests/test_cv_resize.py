@@ -235,6 +235,26 @@ def test_2x2_cells_from_every_offset_in_a_line(dtype):
                     assert dst.tobytes() == want, (C, ww, h, pad, "guarded")
 
 
+def test_float_3_channel_2x2_steps_read_inside_the_row():
+    """The x86-64-v4 float32 3-channel 2x2 steps of an image that stays in L3 take 8 cells
+    (64 floats read) at a time from the first 32-byte aligned cell.  Every even width from
+    44 to 78 pixels (each first-cell alignment of the last row, each count of cells after
+    the last 8-cell step), rows 4-byte multiples apart, the last row ending just before an
+    unreadable page: the reference's bytes, nothing read past the row."""
+    rng = _rng(41)
+    for ww in range(44, 80, 2):
+        img = _image(rng, (4, ww, 3), np.float32)
+        want = cv_resize_ref(img, (ww // 2, 2), 0, 0, FLAGS["AREA"]).tobytes()
+        row = ww * 12
+        for pad in range(0, 64, 4):
+            stride = row + pad
+            src = guarded(np.zeros(3 * stride + row, np.uint8), "end")
+            x = np.ndarray(img.shape, np.float32, src, strides=(stride, 12, 4))
+            x[...] = img
+            got = fcv.resize(x, (ww // 2, 2), interpolation=FLAGS["AREA"])
+            assert got.tobytes() == want, (ww, pad)
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
 def test_integer_cells_after_a_pause_and_back_to_back(threads, dtype):
     """Integer-cell INTER_AREA (resizeAreaFast_) prefetches its rows in a call that

@@ -2256,9 +2256,11 @@ RS_INLINE void split16_sse2(const T* p, __m128i& x, __m128i& y) {
 // the linear rows' window loads lost 2 % at 16 bytes past a line: not done.)
 template <typename T>
 inline int64_t split_head(const T* p, int64_t step) {
-  const uintptr_t miss = (0 - reinterpret_cast<uintptr_t>(p)) & 31;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
   const uintptr_t unit = sizeof(T) * static_cast<uintptr_t>(step);
-  return miss % unit == 0 ? static_cast<int64_t>(miss / unit) : 0;
+  for (int64_t k = 0; k < 32; ++k)  // (steps of 24 bytes: 24k = -at mod 32 for some k < 4)
+    if (((at + static_cast<uintptr_t>(k) * unit) & 31) == 0) return k;
+  return 0;
 }
 
 // Four 3-channel 2x2 cells from 32 consecutive elements of a row: the element of each
@@ -2448,7 +2450,7 @@ inline int64_t area2x2_run16(const T* R0, const T* R1, const int64_t*, int64_t c
 // cell of [0, n): the last step's loads and stores masked to its cells, which reads and
 // writes nothing past them.  (Before, the last 15 cells of a 1-channel row, 3 of a
 // 4-channel one, took the generic scalar cell sums: 4 % of the 1-channel call.)
-template <int C>
+template <int C, bool Resident>
 inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, float* D) {
   int64_t d = 0;
   const __m512 q = _mm512_set1_ps(0.25f);
@@ -2514,6 +2516,67 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
                            _mm512_maskz_loadu_ps(k3, b + 3));
     };
     constexpr __mmask16 kAll = 0xFFFF;
+    // r <= 5 cells from cell e in one step: loads masked to their 6r floats, the 3r
+    // outputs stored under a mask (the row's first cells before aligned loads, its last)
+    auto masked = [&](int64_t e, int64_t r) {
+      const float* a = R0 + 6 * e;
+      const float* b = R1 + 6 * e;
+      auto part = [&](int64_t o, int64_t m) {  // the sums at o of the elements below m
+        return sums(a + o, b + o, first_lanes<__mmask16>(m), first_lanes<__mmask16>(m - 3));
+      };
+      const __m512 sum = _mm512_permutex2var_ps(part(0, 6 * r), starts, part(16, 6 * r - 16));
+      _mm512_mask_storeu_ps(D + 3 * e, first_lanes<__mmask16>(3 * r),
+                            _mm512_mul_ps(_mm512_add_ps(zero, sum), q));
+    };
+    // Images that stay in L3 between calls (Resident: below kPrefetchImageBytes): 8 cells
+    // (48 floats, 192 bytes) per step where both rows' loads can be 32-byte aligned
+    // (after at most 3 cells), three aligned loads per row (a fourth, the next step's
+    // first, carried), valignd for the loads 3 floats on, two permutes for the 24 outputs.
+    // Reads 64 floats from cell d: inside the row while d + 11 <= n.  Kernel alone, one
+    // thread, 224x224x3 rows in L2, ns per cell: 0.79-0.94 -> 0.58-0.85; unaligned (rows
+    // 220 pixels apart: a 512-bit load 16 bytes past a line splits, split_head) 1.06-1.11
+    // -> 1.13-1.16, so those keep the 5-cell steps.  Whole calls, back to back, A/B, 1 / 2
+    // threads: 320x320 0.89 / 0.88, 640x480 0.88 / 0.97, 1280x720 (11 MB) 0.89 / 0.90;
+    // 1920x1080 (25 MB, from memory) 1.07 / 1.16, so those keep them too (a prefetch 1 KB
+    // ahead did not help).
+    const int64_t head = split_head(R0, 6);
+    const auto at = [](const float* p) { return reinterpret_cast<uintptr_t>(p); };
+    if (Resident && (at(R0 + 6 * head) & 31) == 0 && ((at(R1) - at(R0)) & 31) == 0 &&
+        head + 11 <= n) {
+      if (head > 0) masked(0, head);
+      d = head;
+      // lanes of t0 | t1 (first) and t1 | t2 (second) that start a cell, in output order
+      alignas(64) static constexpr int32_t kFirst[16] = {0,  1,  2,  6,  7,  8,  12, 13,
+                                                         14, 18, 19, 20, 24, 25, 26, 30};
+      alignas(64) static constexpr int32_t kSecond[16] = {15, 16, 20, 21, 22, 26, 27, 28,
+                                                          0,  0,  0,  0,  0,  0,  0,  0};
+      const __m512i first = _mm512_load_si512(kFirst), second = _mm512_load_si512(kSecond);
+      auto on3 = [](__m512 x, __m512 y) {  // lanes 3-15 of x, 0-2 of y
+        return _mm512_castsi512_ps(
+            _mm512_alignr_epi32(_mm512_castps_si512(y), _mm512_castps_si512(x), 3));
+      };
+      auto cell_sums = [&](__m512 a, __m512 a_next, __m512 b, __m512 b_next) {
+        return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, on3(a, a_next)), b), on3(b, b_next));
+      };
+      __m512 a0 = _mm512_loadu_ps(R0 + 6 * d), b0 = _mm512_loadu_ps(R1 + 6 * d);
+      for (; d + 11 <= n; d += 8) {
+        const float* a = R0 + 6 * d;
+        const float* b = R1 + 6 * d;
+        const __m512 a1 = _mm512_loadu_ps(a + 16), a2 = _mm512_loadu_ps(a + 32);
+        const __m512 a3 = _mm512_loadu_ps(a + 48);
+        const __m512 b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
+        const __m512 b3 = _mm512_loadu_ps(b + 48);
+        const __m512 t0 = cell_sums(a0, a1, b0, b1), t1 = cell_sums(a1, a2, b1, b2);
+        const __m512 t2 = cell_sums(a2, a3, b2, b3);
+        const __m512 lo = _mm512_permutex2var_ps(t0, first, t1);
+        const __m512 hi = _mm512_permutex2var_ps(t1, second, t2);
+        _mm512_storeu_ps(D + 3 * d, _mm512_mul_ps(_mm512_add_ps(zero, lo), q));
+        _mm256_storeu_ps(D + 3 * d + 16,
+                         _mm512_castps512_ps256(_mm512_mul_ps(_mm512_add_ps(zero, hi), q)));
+        a0 = a3;
+        b0 = b3;
+      }
+    }
     for (; d + 7 <= n; d += 5) {
       const float* a = R0 + 6 * d;
       const float* b = R1 + 6 * d;
@@ -2521,21 +2584,9 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
                                                 sums(a + 16, b + 16, kAll, kAll));
       _mm512_storeu_ps(D + 3 * d, _mm512_mul_ps(_mm512_add_ps(zero, sum), q));
     }
-    // the last r <= 5 cells a step: loads masked to the 6r floats of the cells, the 3r
-    // outputs stored under a mask.  The scalar cell sums they
-    // replace took 8-12 % of 224x224x3 -> 112x112 (6 of 112 cells a row).
-    auto part = [&](const float* a, const float* b, int64_t m) {  // sums of elements < m
-      return sums(a, b, first_lanes<__mmask16>(m), first_lanes<__mmask16>(m - 3));
-    };
-    for (; d < n; d += 5) {
-      const int64_t m = 6 * std::min<int64_t>(5, n - d);
-      const float* a = R0 + 6 * d;
-      const float* b = R1 + 6 * d;
-      const __m512 sum =
-          _mm512_permutex2var_ps(part(a, b, m), starts, part(a + 16, b + 16, m - 16));
-      _mm512_mask_storeu_ps(D + 3 * d, first_lanes<__mmask16>(m / 2),
-                            _mm512_mul_ps(_mm512_add_ps(zero, sum), q));
-    }
+    // the last cells (the scalar cell sums these steps replace took 8-12 % of 224x224x3
+    // -> 112x112: 6 of 112 cells a row)
+    for (; d < n; d += 5) masked(d, std::min<int64_t>(5, n - d));
   }
   return d;
 }
@@ -2566,12 +2617,13 @@ inline int64_t area2x2_f32c1_avx2(const float* R0, const float* R1, int64_t n, f
 
 // Cells [0, n) of one output row; returns where it stopped.  n leaves room for the
 // windows (hwindow) and, for C = 3, for the fourth lane's store (the caller keeps the
-// row's last cell), except in area2x2_f32_avx512 (n: the row's full cells).
-template <int C, typename T>
+// row's last cell), except in area2x2_f32_avx512 (n: the row's full cells).  Resident:
+// the image stays in L3 between calls (area2x2_f32_avx512).
+template <int C, typename T, bool Resident = false>
 inline int64_t area2x2_run(const T* R0, const T* R1, const int64_t* o0, int64_t n, T* D) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   if constexpr (std::is_same<T, float>::value && C != 2)
-    return area2x2_f32_avx512<C>(R0, R1, n, D);  // every cell
+    return area2x2_f32_avx512<C, Resident>(R0, R1, n, D);  // every cell
   else
 #endif
   {
@@ -3341,6 +3393,10 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
     if (isx == 2 && isy == 2 && C <= 4) {
       Run2x2 runs[4] = {area2x2_run<1, T>, area2x2_run<2, T>, area2x2_run<3, T>,
                         area2x2_run<4, T>};
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+      if (std::is_same<T, float>::value && !prefetch_rows<T>(h, rs))
+        runs[2] = area2x2_run<3, T, true>;  // an image that stays in L3
+#endif
       if constexpr (std::is_integral<T>::value) {
         runs[0] = area2x2_run16<1, T>;
         runs[2] = area2x2_run16<3, T>;
