@@ -2035,52 +2035,65 @@ std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64
 // consecutive elements whose taps lie in the 64 elements from its first pixel's tap 0
 // (from Lin - 64 at the row's end), one vpermt2w per tap pair, the coefficients one per
 // element (Lp = C: no fourth lane to drop, no pixel compaction).  Upscales and
-// downscales up to about 3.8x (C = 3 linear) fit.  The steps run over [lo C, hi C) in 16s
-// and return the pixel where they stopped (the caller's scalar pixels redo that one, with
-// the same bits).  hquad's four-pixel steps (masked broadcasts, two vpermt2ps and a
-// vpermps per 12 outputs) ran slower on AMD Zen 4: uint16 1920x1080x3 -> 1280x720 linear,
-// the horizontal pass alone with its rows in L1, one thread, 0.88 -> 0.73-0.75 ms
+// downscales up to about 3.8x (C = 3 linear) fit.  The steps run over [lo C, hi C) in 16s,
+// the last ending at hi C, and return the pixel where they stopped (the caller's scalar
+// pixels give the same bits).  hquad's four-pixel steps (masked broadcasts, two vpermt2ps
+// and a vpermps per 12 outputs) ran slower on AMD Zen 4: uint16 1920x1080x3 -> 1280x720
+// linear, the horizontal pass alone with its rows in L1, one thread, 0.88 -> 0.73-0.75 ms
 // (docs/performance.md, forty-fifth session).
-// A step's first element, pixel d channel c, advances by 16 elements per step.
-template <int C>
-RS_INLINE void elem_step_next(int64_t& d, int64_t& c) {
-  d += 16 / C;
-  c += 16 % C;
-  if (c >= C) c -= C, ++d;
-}
 
 // The element steps' table over pixels [lo, hi): per step the first element it reads,
 // then 8K int32 permute indices; empty when a step's taps do not fit (the rows then keep
-// their pixel steps).
+// their pixel steps).  After the steps of 16 from lo C, one more ends at hi C where
+// elements are left (elem_last_step).
+template <int C>
+inline bool elem_last_step(int64_t lo, int64_t hi) {
+  const int64_t n = (hi - lo) * C;
+  return n % 16 != 0 && n > 16;
+}
+
 template <int C>
 std::vector<int32_t> elem_perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin,
                                      int K) {
   std::vector<int32_t> ix;
   if (Lin < 64) return ix;
-  int64_t d = lo, c = 0;
-  for (int64_t e = lo * C; e + 16 <= hi * C; e += 16, elem_step_next<C>(d, c)) {
+  auto step = [&](int64_t e) {  // elements e .. e + 15
+    const int64_t d = e / C, c = e % C;
     const int64_t base = std::min(o0[d], Lin - 64);  // (o0 does not decrease)
     ix.push_back(static_cast<int32_t>(base));
     for (int m = 0; m < K / 2; ++m)
       for (int64_t j = 0; j < 16; ++j) {
         const int64_t dj = d + (c + j) / C, cj = (c + j) % C;  // element e + j
         const int64_t w = o0[dj] + cj + 2 * m * C - base;  // taps 2m and 2m + 1
-        if (w < 0 || w + C >= 64) return {};
+        if (w < 0 || w + C >= 64) return false;
         ix.push_back(static_cast<int32_t>(w | (w + C) << 16));
       }
-  }
+    return true;
+  };
+  for (int64_t e = lo * C; e + 16 <= hi * C; e += 16)
+    if (!step(e)) return {};
+  if (elem_last_step<C>(lo, hi) && !step(hi * C - 16)) return {};
   return ix;
 }
 
+// The last step ends at the run's last element, over elements the step before computed
+// too (the same operations, the same bits): the scalar pixels it replaces were 18 % of
+// uint16 640x480x3 -> 224x224 linear, one thread (6 of 224 pixels a row).
 template <int C, int K, typename T>
 inline int64_t hrun_elem(const T* S, const int64_t*, const float* cw, int64_t cstride,
                          int64_t lo, int64_t hi, const int32_t* perm, bool prefetch, float* H) {
   RowPrefetch<C> pf(prefetch);
-  int64_t e = lo * C;
-  for (; e + 16 <= hi * C; e += 16, perm += 8 * K + 1) {
+  auto step = [&](int64_t e) {
     const T* p = S + perm[0];
     pf(p);
     hperm<K, T>(p, perm + 1, cw + e, cstride, H + e);
+    perm += 8 * K + 1;
+  };
+  int64_t e = lo * C;
+  for (; e + 16 <= hi * C; e += 16) step(e);
+  if (elem_last_step<C>(lo, hi)) {
+    step(hi * C - 16);
+    e = hi * C;
   }
   return e / C;
 }
