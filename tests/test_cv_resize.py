@@ -30,6 +30,18 @@ def _rng(seed=0):
     return np.random.default_rng(seed)
 
 
+def _rows_before_a_page(img, pad):
+    """A copy of image `img` (h, w, C) whose rows lie `pad` bytes further apart than their
+    length and whose last row ends just before an unreadable page (tests/conftest.guarded)."""
+    h, w, C = img.shape
+    size = img.itemsize
+    row = w * C * size
+    src = guarded(np.zeros((h - 1) * (row + pad) + row, np.uint8), "end")
+    x = np.ndarray(img.shape, img.dtype, src, strides=(row + pad, C * size, size))
+    x[...] = img
+    return x
+
+
 def _image(rng, shape, dtype):
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
@@ -224,12 +236,8 @@ def test_2x2_cells_from_every_offset_in_a_line(dtype):
                     x[...] = img
                     got = fcv.resize(x, (ww // 2, h // 2), interpolation=FLAGS["AREA"])
                     assert got.tobytes() == want, (C, ww, h, off)
-                row = ww * C * size
                 for pad in range(0, 64, size):
-                    stride = row + pad
-                    src = guarded(np.zeros((h - 1) * stride + row, np.uint8), "end")
-                    x = np.ndarray(img.shape, dtype, src, strides=(stride, C * size, size))
-                    x[...] = img
+                    x = _rows_before_a_page(img, pad)
                     dst = guarded(np.zeros_like(got), "end")
                     fcv.resize(x, (ww // 2, h // 2), dst=dst, interpolation=FLAGS["AREA"])
                     assert dst.tobytes() == want, (C, ww, h, pad, "guarded")
@@ -245,12 +253,8 @@ def test_float_3_channel_2x2_steps_read_inside_the_row():
     for ww in range(44, 80, 2):
         img = _image(rng, (4, ww, 3), np.float32)
         want = cv_resize_ref(img, (ww // 2, 2), 0, 0, FLAGS["AREA"]).tobytes()
-        row = ww * 12
         for pad in range(0, 64, 4):
-            stride = row + pad
-            src = guarded(np.zeros(3 * stride + row, np.uint8), "end")
-            x = np.ndarray(img.shape, np.float32, src, strides=(stride, 12, 4))
-            x[...] = img
+            x = _rows_before_a_page(img, pad)
             got = fcv.resize(x, (ww // 2, 2), interpolation=FLAGS["AREA"])
             assert got.tobytes() == want, (ww, pad)
 

@@ -2467,6 +2467,12 @@ template <int C, bool Resident>
 inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, float* D) {
   int64_t d = 0;
   const __m512 q = _mm512_set1_ps(0.25f);
+  // the first m of the 32 floats at p in a and b (m < 32: masked loads, which read nothing
+  // past them; GCC makes all-lane masks plain loads)
+  auto load32 = [](const float* p, int64_t m, __m512& a, __m512& b) {
+    a = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(m), p);
+    b = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(m - 16), p + 16);
+  };
   if constexpr (C == 1) {
     // vshufps splits even and odd pixels within 128-bit lanes (cells 0 1 4 5 | 2 3 6 7 |
     // ...), one vpermpd puts the 16 results in order: two-source vpermt2ps per row instead
@@ -2476,9 +2482,9 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
     const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
     // the sums of cells d .. d + 15 in order, the loads of m floats (m < 32: masked)
     auto cells = [&](int64_t d, int64_t m) {
-      auto pairs = [m](const float* p) {
-        const __m512 a = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(m), p);
-        const __m512 b = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(m - 16), p + 16);
+      auto pairs = [&](const float* p) {
+        __m512 a, b;
+        load32(p, m, a, b);
         return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
       };
       const __m512 r = _mm512_mul_ps(_mm512_add_ps(pairs(R0 + 2 * d), pairs(R1 + 2 * d)), q);
@@ -2495,9 +2501,9 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
   } else if constexpr (C == 4) {
     // the sums of cells d .. d + 3, the loads of m floats (m < 32: masked)
     auto cells = [&](int64_t d, int64_t m) {
-      auto pairs = [m](const float* p) {
-        const __m512 a = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(m), p);
-        const __m512 b = _mm512_maskz_loadu_ps(first_lanes<__mmask16>(m - 16), p + 16);
+      auto pairs = [&](const float* p) {
+        __m512 a, b;
+        load32(p, m, a, b);
         return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
                              _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
       };
@@ -2521,7 +2527,7 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
     const __m512i starts = _mm512_load_si512(kStarts);
     const __m512 zero = _mm512_setzero_ps();
     // ((a0 + a1) + b0) + b1, the loads at a and b under mask k, those 3 floats on under k3
-    // (masked-off lanes read nothing; GCC makes all-lane masks plain loads)
+    // (as load32's)
     auto sums = [](const float* a, const float* b, __mmask16 k, __mmask16 k3) {
       return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(k, a),
                                                        _mm512_maskz_loadu_ps(k3, a + 3)),
@@ -2552,8 +2558,8 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
     // threads: 320x320 0.89 / 0.88, 640x480 0.88 / 0.97, 1280x720 (11 MB) 0.89 / 0.90;
     // 1920x1080 (25 MB, from memory) 1.07 / 1.16, so those keep them too (a prefetch 1 KB
     // ahead did not help).
-    const int64_t head = split_head(R0, 6);
     const auto at = [](const float* p) { return reinterpret_cast<uintptr_t>(p); };
+    const int64_t head = Resident ? split_head(R0, 6) : 0;
     if (Resident && (at(R0 + 6 * head) & 31) == 0 && ((at(R1) - at(R0)) & 31) == 0 &&
         head + 11 <= n) {
       if (head > 0) masked(0, head);
