@@ -1649,8 +1649,8 @@ RS_INLINE void split_pairs(__m512i v, __m512& lo, __m512& hi) {
   }
 }
 
-// Four 3- or 4-channel pixels per step (float32: 3 channels only), from one load
-// per pixel: the 4K elements at its first tap hold all K taps (tap k's channels at
+// Four 16-bit 3- or 4-channel pixels per step (float32 3-channel linear: hquad3), from one
+// load per pixel: the 4K elements at its first tap hold all K taps (tap k's channels at
 // k * C), and two-source permutes (vpermt2ps) put tap k of the four pixels in the
 // 4-lanes-per-pixel layout of the coefficient table.  The window steps (Lane256, and
 // before this a 512-bit one for 16-bit) load each tap of each pixel and shuffle it in
@@ -1658,7 +1658,8 @@ RS_INLINE void split_pairs(__m512i v, __m512& lo, __m512& hi) {
 // (docs/performance.md, fifteenth run): uint16 3-channel cubic and the 3-channel VGA ->
 // 1280x960 linear 0.83-0.88, float32 640x480x3 -> 224x224 linear 0.90; float32 4-channel
 // linear (1.12) and cubic (four 64-byte loads and twelve permutes per step: 1.3) keep
-// Lane256; float32 3-channel cubic takes hpairs3 below.
+// Lane256; float32 3-channel cubic takes hpairs3 below.  float32 3-channel linear rows
+// (hquad3) permute straight into a 3-lanes-per-pixel table: no compaction permute.
 
 // Linear: the windows (8 elements) of 4 pixels as the 32 elements of a and b, pixel i's
 // element e at 8i + e.  float32: a = pixels 0, 1 and b = 2, 3; 16-bit: the four in one
@@ -1697,6 +1698,7 @@ RS_INLINE __m512 widen16f(const T* p) {
 
 template <int C, int K, typename T>
 RS_INLINE void hquad(const T* S, const int64_t* o, const float* c, int64_t cstride, float* H) {
+  static_assert(sizeof(T) == 2, "float32: hquad3");
   __m512 acc;
   if constexpr (K == 2) {  // lane 4i + e <- element 8i + kC + e
     __m512 a, b;
@@ -1707,8 +1709,7 @@ RS_INLINE void hquad(const T* S, const int64_t* o, const float* c, int64_t cstri
     acc = _mm512_add_ps(_mm512_mul_ps(_mm512_permutex2var_ps(a, i0, b), _mm512_loadu_ps(c)),
                         _mm512_mul_ps(_mm512_permutex2var_ps(a, i1, b),
                                       _mm512_loadu_ps(c + cstride)));
-  } else {  // cubic, 16-bit: pixel i's 16 elements in w[i]; lane 4i + e <- w[i][kC + e]
-    static_assert(sizeof(T) == 2, "float32 cubic: hpairs3");
+  } else {  // cubic: pixel i's 16 elements in w[i]; lane 4i + e <- w[i][kC + e]
     const __m512 w[4] = {widen16f(S + o[0]), widen16f(S + o[1]), widen16f(S + o[2]),
                          widen16f(S + o[3])};
     __m512i ik = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 0, 1, 2, 3, 16, 17, 18, 19);
@@ -1725,7 +1726,38 @@ RS_INLINE void hquad(const T* S, const int64_t* o, const float* c, int64_t cstri
         _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15), acc);
   _mm512_storeu_ps(H, acc);
 }
+
+// float32 3-channel linear rows: hquad's windows; the permutes put tap k of pixel i's
+// channel e in lane 3i + e, so the 12 outputs need no compaction (then 4 lanes the next
+// step or the row's slack overwrites), and the coefficients come from the pixels' tap
+// pairs (c = xa + 2d: c0 c1 of 4 pixels in 32 bytes) spread by two vpermps.  The load
+// ports bound these steps on AMD Zen 4: hquad's 64-byte coefficient loads from a 4-lane
+// table (unaligned, 48 bytes apart) cost more than two permutes of one 32-byte load.  The
+// horizontal pass alone, 448 rows 640x3 -> 224x3, one thread: 8.6 -> 7.0 cycles per 4
+// pixels (docs/performance.md, forty-eighth session).
+RS_INLINE void hquad3(const float* S, const int64_t* o, const float* c, float* H) {
+  __m512 a, b;
+  quad_windows2<float>(S, o, a, b);
+  const __m512i i0 = _mm512_setr_epi32(0, 1, 2, 8, 9, 10, 16, 17, 18, 24, 25, 26, 0, 0, 0, 0);
+  const __m512i i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(3));
+  const __m512i c0 = _mm512_setr_epi32(0, 0, 0, 2, 2, 2, 4, 4, 4, 6, 6, 6, 0, 0, 0, 0);
+  const __m512 pairs = _mm512_castps256_ps512(_mm256_loadu_ps(c));
+  const __m512 k0 = _mm512_permutexvar_ps(c0, pairs);
+  const __m512 k1 = _mm512_permutexvar_ps(_mm512_add_epi32(c0, _mm512_set1_epi32(1)), pairs);
+  _mm512_storeu_ps(H, _mm512_add_ps(_mm512_mul_ps(_mm512_permutex2var_ps(a, i0, b), k0),
+                                    _mm512_mul_ps(_mm512_permutex2var_ps(a, i1, b), k1)));
+}
 #endif
+
+// Whether hquad3 takes the rows of C channels and K taps (its table: the tap pairs, xa).
+template <typename T>
+constexpr bool quad3_rows([[maybe_unused]] int64_t C, [[maybe_unused]] int K) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  return std::is_same<T, float>::value && C == 3 && K == 2;
+#else
+  return false;
+#endif
+}
 
 // Does the horizontal table hold up2_run's taps for source pixels 1 <= i <= w - 2?
 inline bool up2_rows(const int64_t* xo, const float* xa, int64_t w, int64_t C, int64_t dw) {
@@ -2129,7 +2161,16 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
       hpairs3(S, o0 + d, cw + d * 8, cstride, H + d * C);
     }
     return d;  // the rest by the scalar pixels: the table is hpairs3's
-  } else if constexpr (std::is_same<T, float>::value ? C == 3 && K == 2 : C >= 3) {
+  } else if constexpr (quad3_rows<T>(C, K)) {
+    if (hi - d < 4) return d;
+    for (; d + 4 <= hi; d += 4) {
+      pf(S + o0[d]);
+      hquad3(S, o0 + d, cw + 2 * d, H + 3 * d);
+    }
+    // the last step ends at hi, over pixels the step before computed (the same bits)
+    if (d < hi) hquad3(S, o0 + hi - 4, cw + 2 * (hi - 4), H + 3 * (hi - 4));
+    return hi;
+  } else if constexpr (sizeof(T) == 2 && C >= 3) {
     for (; d + 4 <= hi; d += 4) {
       pf(S + o0[d]);
       hquad<C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
@@ -2854,7 +2895,9 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
         }
       }
 #endif
-    if (pairs) {
+    if (quad3_rows<T>(C_, K)) {
+      cw = xa;
+    } else if (pairs) {
       if constexpr (std::is_same_v<WT, float>) cubic_pairs_table(xa.data(), dw_, cw);
     } else {
       cw.resize(static_cast<size_t>(K * dw_ * Lp));
