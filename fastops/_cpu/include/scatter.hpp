@@ -161,38 +161,17 @@ constexpr int64_t kNoBad = std::numeric_limits<int64_t>::max();
 // one thread in 110 us where torch.gather took 42 on two.  The cold-pool check still
 // counts them once (threads_for's `cheap`).
 constexpr int64_t kRandomAccessUnits = 8;
-// Elements between a random target's prefetch and its use (scatter_elements,
-// gather_elements; measured there), and rows in the ND kernels (gather_nd, scatter_nd).
+// Elements between a random target's prefetch and its use (scatter_elements; gathers:
+// ReadAhead), and rows in the ND kernels (gather_nd, scatter_nd).
 constexpr int64_t kGatherAhead = 32;
 constexpr int64_t kRowsAhead = 32;
-
-// The prefetch of a gather's random reads.  From data that stays in L2 (a slice of at
-// most kNearBytes), into L1 kGatherAhead elements early; from farther, into L2 (PREFETCHT1)
-// kFarAhead early: L1's few outstanding misses bound the loop while lines come from DRAM,
-// L2's many do not.  gather_elements 10M float32 idx 1M axis 0 (40 MB), AMD Zen 4 VM, 2
-// threads, A/B in one process, ms, L1 32 ahead -> L2 32 ahead -> L2 128 ahead: after a
-// pause 3.47-3.79 -> 2.54 -> 1.97, back to back 2.27-2.36 -> 2.01 -> 1.69; a C++ loop with
-// the caches flushed 2.94-3.02 -> 2.00-2.19 -> 1.77-1.84.  Into L2 at 100k elements (400
-// KB, in L2) lost back to back: 0.44 -> 0.54 ms.
-constexpr int64_t kFarAhead = 128;
-constexpr double kNearBytes = 512 << 10;
-struct ReadAhead {
-  bool far;
-  int64_t dist;
-  explicit ReadAhead(double slice_bytes)
-      : far(slice_bytes > kNearBytes), dist(far ? kFarAhead : kGatherAhead) {}
-  void operator()(const void* p) const {
-    if (far) __builtin_prefetch(p, 0, 2);
-    else __builtin_prefetch(p, 0, 3);
-  }
-};
 
 // Index rows shorter than kFlatRow elements (a small trailing extent In; the last axis
 // with few indices) run flat: positions of idx in row-major order, (o, j, i) carried as
 // counters (gather: FlatPos; scatter: scatter_flat_rows), where a call per row cost more
 // than its few elements (torch.gather, 2 threads, hot: 8400x80 idx 8400x5 axis 1 0.131
 // against 0.032 ms; 1000x2000x2 idx 1000x500x2 axis 1 3.0 against 1.26).  (Prefetching
-// each read kGatherAhead positions early, as gather_span does, through a second FlatPos:
+// each read 32 positions early, as gather_span did, through a second FlatPos:
 // about 2x slower on those two, whose data is in cache: 0.151 against 0.077 ms, 2.30
 // against 1.23.)
 constexpr int64_t kFlatRow = 16;
@@ -794,7 +773,7 @@ int64_t scatter_elements(const T* data, T* out, int64_t out_size, const I* idx, 
 // even when another thread rewrites idx meanwhile.
 //
 // The reads are random rows and the loop is bound by how many of them are in flight, so
-// each element's read is prefetched kGatherAhead elements early.  Measured with that
+// each element's read was prefetched 32 elements early (now: ReadAhead).  Measured with that
 // workload (2000x2000 float32, idx 500x2000 axis=0, data in L3, medians, 2026-12-02):
 // one thread 3.1-4.8 ms without the prefetch, 2.2-2.9 with it (16: ~2.4, 32 and 64:
 // 2.1-2.4); the column stripes of col_block() that the kernel walked before (for L2
@@ -839,9 +818,32 @@ class SpreadLines {
 // i * s_i.  Arguments by value so that the stores to out do not make the compiler
 // reload them (extensions build with -fno-strict-aliasing).  Returns the first bad i,
 // else kNoBad.
-// Ahead: each element's read prefetched kGatherAhead early; else `next`, where given,
-// has a line prefetched per kSpreadStep elements.
+// Ahead: each element's read prefetched as pf says; else `next`, where given, has a line
+// prefetched per kSpreadStep elements.
 constexpr int64_t kSpreadStep = 8;
+
+// The prefetch of a gather's random reads: none where the slice one index row reads from
+// fits one core's L2 (cached_slice_bytes), else into L2 (PREFETCHT1) kFarAhead elements
+// early.  Into L1 (PREFETCHT0) 32 early, as before: L1's few outstanding misses bound the
+// loop while lines come from DRAM; L2 has many.  gather_elements float32 idx 1M axis 0,
+// AMD Zen 4 VM, 2 threads, ms, A/B in one process against the L1 prefetch:
+//   data      after a pause         back to back
+//   40 MB     3.47-3.57 -> 1.97-2.04  2.26-2.36 -> 1.69-1.71
+//   16 MB     2.47 -> 1.33            1.21 -> 0.94
+//   4 MB      1.32 -> 0.97            0.61 -> 0.58
+//   2 MB      1.05 -> 0.91            0.55 -> 0.57
+//   0.4 MB    0.94 -> 0.87 (none)     0.43 -> 0.38 (none)
+// A C++ loop of the 40 MB reads, caches flushed before each call: L1 32 ahead 2.94-3.02,
+// L2 32 ahead 2.00-2.19, L2 128 ahead 1.77-1.84 (64 and 256 alike).  Into L2 at 0.8 MB
+// (in L2) lost back to back, 0.45 -> 0.52, as both prefetches at once did everywhere
+// under 16 MB (0.45-0.63 -> 0.67-0.77).
+constexpr int64_t kFarAhead = 128;
+struct ReadAhead {
+  int64_t dist;  // 0: no prefetch
+  explicit ReadAhead(double slice_bytes)
+      : dist(slice_bytes > static_cast<double>(cached_slice_bytes()) ? kFarAhead : 0) {}
+  void operator()(const void* p) const { __builtin_prefetch(p, 0, 2); }
+};
 
 template <bool Unit, typename T, typename I, bool Ahead = true>
 inline int64_t gather_span(const T* base, const I* ir, T* orow, int64_t i0, int64_t i1,
@@ -853,7 +855,7 @@ inline int64_t gather_span(const T* base, const I* ir, T* orow, int64_t i0, int6
   int64_t first_bad = kNoBad;
   for (int64_t i = i0; i < i1; ++i) {
     if (!Ahead && next && (i - i0) % kSpreadStep == 0) next->step();
-    if (Ahead && i + pf.dist < i1) {  // a bad index prefetches row 0 (a prefetch never faults)
+    if (Ahead && pf.dist && i + pf.dist < i1) {  // a bad index prefetches row 0 (never faults)
       const int64_t ahead = i + pf.dist;
       pf(base + at(ahead, std::max<int64_t>(norm_index(ir[ahead], n_axis), 0)));
     }
@@ -905,8 +907,8 @@ inline void load_at_offsets(const T* base, __m256i off0, __m256i off1, T* dst) {
 // gather_span instead (it writes 0 and reports the position).  The offsets v * s_axis + i
 // are formed with a 32x32 -> 64-bit multiply, so the caller passes only n_axis, s_axis <
 // 2^31.
-// Each step prefetches the elements kGatherAhead ahead from their vector offsets
-// (without it, 16 MB of data: 3.6 -> 5.6 ns per element, one thread).
+// Each step prefetches the elements pf.dist ahead from their vector offsets (ReadAhead;
+// without a prefetch, 16 MB of data: 3.6 -> 5.6 ns per element, one thread).
 // gather_elements 2000x2000 float32 idx 500x2000 axis 0, scripts/simd_ab.py, AVX2 /
 // baseline build: 0.91 on one thread, 0.90 on two (2.77 -> 2.53 ms, 1.59 -> 1.44);
 // data of 500 KB (in L2): 1.9 -> 1.7 ns per element.  Step is the inner stride: 1, or 0
@@ -944,7 +946,7 @@ inline int64_t gather_span_avx2(const T* base, const I* ir, T* orow, int64_t i0,
   for (; i + 8 <= i1; i += 8) {
     __m256i v0, v1, off0, off1;
     if (!Ahead && next) next->step();
-    if (Ahead && i + pf.dist + 8 <= i1) {   // (a bad lane prefetches base)
+    if (Ahead && pf.dist && i + pf.dist + 8 <= i1) {   // (a bad lane prefetches base)
       load(i + pf.dist, v0, v1);
       offsets(v0, i + pf.dist, off0);
       offsets(v1, i + pf.dist + 4, off1);
@@ -1076,7 +1078,7 @@ int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t
             !gather_strip_row(base, idx + row + c0, out + row + c0, c0, s_axis, n_axis))
           continue;
         const int64_t b = gather_span<true>(base, idx + row, out + row, c0, c1, s_axis, 1,
-                                            nullptr, n_axis, ReadAhead(0));  // (strip in L2)
+                                            nullptr, n_axis, ReadAhead(0));  // (in L2)
         if (b != kNoBad) first_bad = std::min(first_bad, row + b);
       }
     }
@@ -1255,7 +1257,7 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
   const int64_t grain = chunk_for(tasks, nt);
   const bool same_row = !inner_off && s_inner == 0;   // the last-axis view above
   // a short contiguous row of the last-axis view: the next row's lines prefetched while
-  // this one is gathered (SpreadLines), not each element kGatherAhead early
+  // this one is gathered (SpreadLines), not each element by ReadAhead
   const bool short_row = same_row && s_axis == 1 && n_axis * int64_t(sizeof(T)) <= kShortRow;
 #if defined(__AVX2__)
   const bool vec = (unit || same_row) && small_axis;  // gather_span_avx2
