@@ -1348,9 +1348,8 @@ void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t*
     tags.emplace(K, nt);
   }
   parallel_for(stripes, 1, nt, [&](int64_t s_lo, int64_t s_hi, int tid) {
-    HT* ring = solo ? solo_ring.data() +
-                          (64 - reinterpret_cast<uintptr_t>(solo_ring.data()) % 64) % 64 / sizeof(HT)
-                    : (*scratch)(tid);
+    const uintptr_t solo_at = reinterpret_cast<uintptr_t>(solo_ring.data());
+    HT* ring = solo ? solo_ring.data() + (64 - solo_at % 64) % 64 / sizeof(HT) : (*scratch)(tid);
     int64_t* tag = solo ? solo_tag : (*tags)(tid);
     const HT* rp[8];
     for (int64_t s = s_lo; s < s_hi; ++s) {
@@ -1757,15 +1756,18 @@ RS_INLINE void hquad3(const float* S, const int64_t* o, const float* c, float* H
 }
 #endif
 
-// Whether hquad3 takes the rows of C channels and K taps (its table: the tap pairs, xa).
+// float32 3-channel rows in the x86-64-v4 build: hquad3 takes the linear ones (its table:
+// the tap pairs, xa), hpairs3 the cubic ones (cubic_pairs).
 template <typename T>
-constexpr bool quad3_rows([[maybe_unused]] int64_t C, [[maybe_unused]] int K) {
+constexpr bool float3_v4([[maybe_unused]] int64_t C) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  return std::is_same<T, float>::value && C == 3 && K == 2;
+  return std::is_same<T, float>::value && C == 3;
 #else
   return false;
 #endif
 }
+template <typename T>
+constexpr bool quad3_rows(int64_t C, int K) { return float3_v4<T>(C) && K == 2; }
 
 // Does the horizontal table hold up2_run's taps for source pixels 1 <= i <= w - 2?
 inline bool up2_rows(const int64_t* xo, const float* xa, int64_t w, int64_t C, int64_t dw) {
@@ -2001,13 +2003,7 @@ constexpr bool perm_rows(int64_t C, int K) { return C == 1 && (K == 2 || sizeof(
 // with the rows in L1).  640x480x3 -> 224x224, 2 threads, back to back: 0.75 of
 // Lane256's time (docs/performance.md, eighteenth run).
 template <typename T>
-constexpr bool cubic_pairs([[maybe_unused]] int64_t C, [[maybe_unused]] int K) {
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-  return std::is_same<T, float>::value && C == 3 && K == 4;
-#else
-  return false;
-#endif
-}
+constexpr bool cubic_pairs(int64_t C, int K) { return float3_v4<T>(C) && K == 4; }
 
 inline void cubic_pairs_table(const float* xa, int64_t dw, std::vector<float>& cw) {
   cw.assign(static_cast<size_t>(16 * dw), 0.f);
