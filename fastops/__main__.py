@@ -1,6 +1,7 @@
 """``python -m fastops info`` and ``python -m fastops bench``."""
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -89,6 +90,17 @@ QUICK_ONCE_OVER_S = 0.1
 # (uint16 1920x1080x3 -> 640x640 linear: 0.38-0.44 ms after 3, 0.20-0.30 after 20 ms).
 HOT_WARMUP = 3
 HOT_WARMUP_S = 0.02
+
+
+# Settings that decide how idle OpenMP threads wait, and so the back-to-back times of the
+# libraries that use them: with OMP_WAIT_POLICY=passive torch's scatter_add (8400x80,
+# idx 8400x5, axis 1) took 0.142 ms against 0.059-0.066 with libgomp's default spin
+# (docs/performance.md, forty-eighth session).  The header and the JSON name those set.
+THREAD_ENV = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS")
+
+
+def _thread_env():
+    return {k: os.environ[k] for k in THREAD_ENV if k in os.environ}
 
 
 def _seconds_per_call(fn, calls):
@@ -199,9 +211,11 @@ def bench(argv):
     bw = copy_bandwidth()
     mode = "back to back (--hot)" if args.hot else "each after a pause"
     once = f" (one of a call over {QUICK_ONCE_OVER_S} s)" if args.quick else ""
+    env = _thread_env()
+    env_note = "".join(f", {k}={v}" for k, v in env.items())
     print(f"fastops {fastops.__version__}, {fastops.get_num_threads()} threads, "
           f"copy bandwidth {bw / 1e9:.1f} GB/s, median of {repeats} calls{once} {mode}, "
-          "in ms")
+          f"in ms{env_note}")
     print(LEGEND)
     width = max([len(w.name) for w in selected] + [20]) + 2
     rows, missing = [], {}
@@ -234,6 +248,7 @@ def bench(argv):
         with open(args.json, "w") as f:
             json.dump({"threads": fastops.get_num_threads(), "copy_GBps": bw / 1e9,
                        "repeats": repeats, "hot": args.hot, "machine": platform.platform(),
+                       "thread_env": env,
                        "rows": rows,
                        "not_installed": sorted(set(missing.values()))}, f, indent=1)
     return 0

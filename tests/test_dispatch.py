@@ -268,18 +268,23 @@ def test_bench_cli_explains_its_table():
 
 
 def test_bench_cli_hot_mode():
-    """--hot times each implementation's calls back to back and says so."""
+    """--hot times each implementation's calls back to back and says so; the OpenMP wait
+    settings, which change the peers' back-to-back times, are named where set."""
     import json
     import tempfile
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_NUM_THREADS")}
+    env["OMP_WAIT_POLICY"] = "passive"
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "hot.json")
         out = subprocess.run([sys.executable, "-m", "fastops", "bench", "--ops",
                               "instance_norm", "--repeat", "2", "--quick", "--device", "cpu",
                               "--hot", "--json", path], capture_output=True, text=True,
-                             check=True)
-        assert "back to back (--hot)" in out.stdout.splitlines()[0]
+                             check=True, env=env)
+        first = out.stdout.splitlines()[0]
+        assert "back to back (--hot)" in first and first.endswith("OMP_WAIT_POLICY=passive")
         data = json.load(open(path))
     assert data["hot"] is True and data["rows"]
+    assert data["thread_env"] == {"OMP_WAIT_POLICY": "passive"}
     assert all(r["ms"]["fastops"] > 0 for r in data["rows"])
 
 
