@@ -1341,6 +1341,8 @@ void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t*
   static thread_local int64_t solo_tag[8];
   const bool solo = nt == 1 && per * sizeof(HT) <= kSoloRingBytes;
   if (solo && solo_ring.size() < per + kRowAlign) solo_ring.resize(per + kRowAlign);
+  const uintptr_t solo_at = reinterpret_cast<uintptr_t>(solo_ring.data());
+  HT* const solo_base = solo_ring.data() + (64 - solo_at % 64) % 64 / sizeof(HT);
   std::optional<ThreadScratch<HT>> scratch;
   std::optional<ThreadScratch<int64_t>> tags;
   if (!solo) {
@@ -1348,8 +1350,7 @@ void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t*
     tags.emplace(K, nt);
   }
   parallel_for(stripes, 1, nt, [&](int64_t s_lo, int64_t s_hi, int tid) {
-    const uintptr_t solo_at = reinterpret_cast<uintptr_t>(solo_ring.data());
-    HT* ring = solo ? solo_ring.data() + (64 - solo_at % 64) % 64 / sizeof(HT) : (*scratch)(tid);
+    HT* ring = solo ? solo_base : (*scratch)(tid);
     int64_t* tag = solo ? solo_tag : (*tags)(tid);
     const HT* rp[8];
     for (int64_t s = s_lo; s < s_hi; ++s) {

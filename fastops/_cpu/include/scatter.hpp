@@ -824,9 +824,9 @@ constexpr int64_t kSpreadStep = 8;
 
 // The prefetch of a gather's random reads: none where the slice one index row reads from
 // fits one core's L2 (cached_slice_bytes), else into L2 (PREFETCHT1) kFarAhead elements
-// early.  Into L1 (PREFETCHT0) 32 early, as before: L1's few outstanding misses bound the
-// loop while lines come from DRAM; L2 has many.  gather_elements float32 idx 1M axis 0,
-// AMD Zen 4 VM, 2 threads, ms, A/B in one process against the L1 prefetch:
+// early.  (Before: into L1, PREFETCHT0, 32 early everywhere; L1's few outstanding misses
+// bound the loop while lines come from DRAM, L2 has many.)  gather_elements float32 idx
+// 1M axis 0, AMD Zen 4 VM, 2 threads, ms, A/B in one process against the L1 prefetch:
 //   data      after a pause         back to back
 //   40 MB     3.47-3.57 -> 1.97-2.04  2.26-2.36 -> 1.69-1.71
 //   16 MB     2.47 -> 1.33            1.21 -> 0.94
