@@ -111,6 +111,11 @@ def _sweep():
             shape = _FRAME[:2] if C == 1 else _FRAME[:2] + (C,)
             out.append(_frame("linear", size=(960, 540), shape=shape, dtype=dtype,
                               quick=False))
+    # float32 2x2 cells of mid-size images that stay in L3 between calls: back to back
+    # against cv2 (IPP) 1.06-1.20 at 640x640x3 and 1.10-1.14 at 1024x1024x3 when these
+    # were added (docs/performance.md, forty-ninth session)
+    for size, shape in (((320, 320), (640, 640, 3)), ((512, 512), (1024, 1024, 3))):
+        out.append(_frame("linear", size=size, shape=shape, dtype=np.float32, quick=False))
     out.append(_frame("linear", dtype=np.float64, quick=False))
     # 1080p -> 720p: a non-integer downscale (1.5x), where 640x640's 3x columns are one-hot
     # or of one step (const_stride_steps) and these take every tap

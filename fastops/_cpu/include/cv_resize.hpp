@@ -138,6 +138,12 @@ constexpr uintptr_t kRowPrefetchBytes = 16384;
 // uint8 passes keep prefetching: 1920x1080x3 and x4 (5.9 and 7.9 MiB) ran 1.01-1.08
 // without.
 constexpr int64_t kPrefetchImageBytes = int64_t(12) << 20;
+// float32 3-channel 2x2 cells take the aligned 8-cell steps (area2x2_f32_avx512's
+// Resident) on images below this size, not kPrefetchImageBytes: 2 threads, back to back,
+// A/B in one process, 61 calls, 1024x1024 (12 MiB) 0.90-0.94 and 1200x1200 (17 MB)
+// 0.87-0.91, after a pause 0.84 / 1.02, one thread 0.99-1.00.  1400x1400 (23.5 MB) and
+// 1920x1080 (25 MB) keep the 5-cell steps, which the 8-cell ones lost to there.
+constexpr int64_t kResident2x2Bytes = int64_t(20) << 20;
 
 template <typename T>
 inline bool prefetch_rows(int64_t h, int64_t rs) {
@@ -3469,7 +3475,7 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
       Run2x2 runs[4] = {area2x2_run<1, T>, area2x2_run<2, T>, area2x2_run<3, T>,
                         area2x2_run<4, T>};
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-      if (std::is_same<T, float>::value && !prefetch_rows<T>(h, rs))
+      if (std::is_same<T, float>::value && h * rs * int64_t(sizeof(T)) < kResident2x2Bytes)
         runs[2] = area2x2_run<3, T, true>;  // an image that stays in L3
 #endif
       if constexpr (std::is_integral<T>::value) {
