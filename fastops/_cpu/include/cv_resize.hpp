@@ -2607,7 +2607,7 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
       _mm512_mask_storeu_ps(D + 3 * e, first_lanes<__mmask16>(3 * r),
                             _mm512_mul_ps(_mm512_add_ps(zero, sum), q));
     };
-    // Images that stay in L3 between calls (Resident: below kPrefetchImageBytes): 8 cells
+    // Images that stay in L3 between calls (Resident: below kResident2x2Bytes): 8 cells
     // (48 floats, 192 bytes) per step where both rows' loads can be 32-byte aligned
     // (after at most 3 cells), three aligned loads per row (a fourth, the next step's
     // first, carried), valignd for the loads 3 floats on, two permutes for the 24 outputs.
