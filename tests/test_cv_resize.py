@@ -245,12 +245,13 @@ def test_2x2_cells_from_every_offset_in_a_line(dtype):
 
 def test_float_3_channel_2x2_steps_read_inside_the_row():
     """The x86-64-v4 float32 3-channel 2x2 steps of an image that stays in L3 take 8 cells
-    (64 floats read) at a time from the first 32-byte aligned cell.  Every even width from
-    44 to 78 pixels (each first-cell alignment of the last row, each count of cells after
-    the last 8-cell step), rows 4-byte multiples apart, the last row ending just before an
-    unreadable page: the reference's bytes, nothing read past the row."""
+    (64 floats read) at a time from the first 32-byte aligned cell, and a row's first and
+    last 8 cells in one step each (rows of 8 cells or more; masked steps below).  Every even
+    width from 10 to 78 pixels (each first-cell alignment of the last row, each count of
+    cells after the last 8-cell step), rows 4-byte multiples apart, the last row ending just
+    before an unreadable page: the reference's bytes, nothing read past the row."""
     rng = _rng(41)
-    for ww in range(44, 80, 2):
+    for ww in range(10, 80, 2):
         img = _image(rng, (4, ww, 3), np.float32)
         want = cv_resize_ref(img, (ww // 2, 2), 0, 0, FLAGS["AREA"]).tobytes()
         for pad in range(0, 64, 4):

@@ -2607,12 +2607,51 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
       _mm512_mask_storeu_ps(D + 3 * e, first_lanes<__mmask16>(3 * r),
                             _mm512_mul_ps(_mm512_add_ps(zero, sum), q));
     };
-    // Images that stay in L3 between calls (Resident: below kResident2x2Bytes): 8 cells
-    // (48 floats, 192 bytes) per step where both rows' loads can be 32-byte aligned
-    // (after at most 3 cells), three aligned loads per row (a fourth, the next step's
-    // first, carried), valignd for the loads 3 floats on, two permutes for the 24 outputs.
-    // Reads 64 floats from cell d: inside the row while d + 11 <= n.  Kernel alone, one
-    // thread, 224x224x3 rows in L2, ns per cell: 0.79-0.94 -> 0.58-0.85; unaligned (rows
+    // 8 cells (48 floats, 192 bytes of each row) per step: valignd for the loads 3 floats
+    // on, two permutes for the 24 outputs.  a3 / b3 (the next step's first loads) reach
+    // only lanes of t2 that start no cell, so a step reads nothing past its cells.
+    alignas(64) static constexpr int32_t kFirst[16] = {0,  1,  2,  6,  7,  8,  12, 13,
+                                                       14, 18, 19, 20, 24, 25, 26, 30};
+    alignas(64) static constexpr int32_t kSecond[16] = {15, 16, 20, 21, 22, 26, 27, 28,
+                                                        0,  0,  0,  0,  0,  0,  0,  0};
+    const __m512i first = _mm512_load_si512(kFirst), second = _mm512_load_si512(kSecond);
+    auto on3 = [](__m512 x, __m512 y) {  // lanes 3-15 of x, 0-2 of y
+      return _mm512_castsi512_ps(
+          _mm512_alignr_epi32(_mm512_castps_si512(y), _mm512_castps_si512(x), 3));
+    };
+    auto cell_sums = [&](__m512 a, __m512 a_next, __m512 b, __m512 b_next) {
+      return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, on3(a, a_next)), b), on3(b, b_next));
+    };
+    auto step8 = [&](float* out, __m512 a0, __m512 a1, __m512 a2, __m512 a3, __m512 b0,
+                     __m512 b1, __m512 b2, __m512 b3) {
+      const __m512 t0 = cell_sums(a0, a1, b0, b1), t1 = cell_sums(a1, a2, b1, b2);
+      const __m512 t2 = cell_sums(a2, a3, b2, b3);
+      const __m512 lo = _mm512_permutex2var_ps(t0, first, t1);
+      const __m512 hi = _mm512_permutex2var_ps(t1, second, t2);
+      _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_add_ps(zero, lo), q));
+      _mm256_storeu_ps(out + 16, _mm512_castps512_ps256(_mm512_mul_ps(_mm512_add_ps(zero, hi), q)));
+    };
+    // The 8 cells from e in unaligned loads: a row's first (before the aligned steps) and
+    // last (ending at the row's end, rewriting cells done with the same sums).  They
+    // replaced masked 5-cell steps (up to three a row; perf put 13 % of a 160-pixel-wide
+    // image's samples on one of their masked loads): kernel alone,
+    // one thread, 640x640x3 from 16 bytes past a line, us: 80 -> 78-79 (5 without those
+    // steps; a plain loop with this traffic: 68); 160x2560x3 100 -> 96.  Whole calls, back
+    // to back, A/B, 1 / 2 threads: 224x224 0.98 / 0.98, 320x320 0.96 / 0.96, 640x640 0.98 /
+    // 0.98-1.00, 1280x720 0.94 / 0.98, 1920x1080 0.93 / 0.98-1.05.  (The same change in the
+    // 1- and 4-channel steps read 0.99-1.02: not made.)
+    auto edge8 = [&](int64_t e) {
+      const float* a = R0 + 6 * e;
+      const float* b = R1 + 6 * e;
+      const __m512 a2 = _mm512_loadu_ps(a + 32), b2 = _mm512_loadu_ps(b + 32);
+      step8(D + 3 * e, _mm512_loadu_ps(a), _mm512_loadu_ps(a + 16), a2, a2, _mm512_loadu_ps(b),
+            _mm512_loadu_ps(b + 16), b2, b2);
+    };
+    // Images that stay in L3 between calls (Resident: below kResident2x2Bytes) take the
+    // steps where both rows' loads can be 32-byte aligned (after at most 3 cells): three
+    // aligned loads per row (a fourth, the next step's first, carried).  Reads 64 floats
+    // from cell d: inside the row while d + 11 <= n.  Kernel alone, one thread, 224x224x3
+    // rows in L2, ns per cell: 0.79-0.94 -> 0.58-0.85; unaligned (rows
     // 220 pixels apart: a 512-bit load 16 bytes past a line splits, split_head) 1.06-1.11
     // -> 1.13-1.16, so those keep the 5-cell steps.  Whole calls, back to back, A/B, 1 / 2
     // threads: 320x320 0.89 / 0.88, 640x480 0.88 / 0.97, 1280x720 (11 MB) 0.89 / 0.90;
@@ -2622,36 +2661,15 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
     const int64_t head = Resident ? split_head(R0, 6) : 0;
     if (Resident && (at(R0 + 6 * head) & 31) == 0 && ((at(R1) - at(R0)) & 31) == 0 &&
         head + 11 <= n) {
-      if (head > 0) masked(0, head);
+      if (head > 0) edge8(0);
       d = head;
-      // lanes of t0 | t1 (first) and t1 | t2 (second) that start a cell, in output order
-      alignas(64) static constexpr int32_t kFirst[16] = {0,  1,  2,  6,  7,  8,  12, 13,
-                                                         14, 18, 19, 20, 24, 25, 26, 30};
-      alignas(64) static constexpr int32_t kSecond[16] = {15, 16, 20, 21, 22, 26, 27, 28,
-                                                          0,  0,  0,  0,  0,  0,  0,  0};
-      const __m512i first = _mm512_load_si512(kFirst), second = _mm512_load_si512(kSecond);
-      auto on3 = [](__m512 x, __m512 y) {  // lanes 3-15 of x, 0-2 of y
-        return _mm512_castsi512_ps(
-            _mm512_alignr_epi32(_mm512_castps_si512(y), _mm512_castps_si512(x), 3));
-      };
-      auto cell_sums = [&](__m512 a, __m512 a_next, __m512 b, __m512 b_next) {
-        return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, on3(a, a_next)), b), on3(b, b_next));
-      };
       __m512 a0 = _mm512_loadu_ps(R0 + 6 * d), b0 = _mm512_loadu_ps(R1 + 6 * d);
       for (; d + 11 <= n; d += 8) {
         const float* a = R0 + 6 * d;
         const float* b = R1 + 6 * d;
-        const __m512 a1 = _mm512_loadu_ps(a + 16), a2 = _mm512_loadu_ps(a + 32);
-        const __m512 a3 = _mm512_loadu_ps(a + 48);
-        const __m512 b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
-        const __m512 b3 = _mm512_loadu_ps(b + 48);
-        const __m512 t0 = cell_sums(a0, a1, b0, b1), t1 = cell_sums(a1, a2, b1, b2);
-        const __m512 t2 = cell_sums(a2, a3, b2, b3);
-        const __m512 lo = _mm512_permutex2var_ps(t0, first, t1);
-        const __m512 hi = _mm512_permutex2var_ps(t1, second, t2);
-        _mm512_storeu_ps(D + 3 * d, _mm512_mul_ps(_mm512_add_ps(zero, lo), q));
-        _mm256_storeu_ps(D + 3 * d + 16,
-                         _mm512_castps512_ps256(_mm512_mul_ps(_mm512_add_ps(zero, hi), q)));
+        const __m512 a3 = _mm512_loadu_ps(a + 48), b3 = _mm512_loadu_ps(b + 48);
+        step8(D + 3 * d, a0, _mm512_loadu_ps(a + 16), _mm512_loadu_ps(a + 32), a3, b0,
+              _mm512_loadu_ps(b + 16), _mm512_loadu_ps(b + 32), b3);
         a0 = a3;
         b0 = b3;
       }
@@ -2663,8 +2681,13 @@ inline int64_t area2x2_f32_avx512(const float* R0, const float* R1, int64_t n, f
                                                 sums(a + 16, b + 16, kAll, kAll));
       _mm512_storeu_ps(D + 3 * d, _mm512_mul_ps(_mm512_add_ps(zero, sum), q));
     }
-    // the last cells (the scalar cell sums these steps replace took 8-12 % of 224x224x3
-    // -> 112x112: 6 of 112 cells a row)
+    // the last cells: one 8-cell step ending at the row's end (rewriting cells already done
+    // with the same sums), or masked 5-cell steps in rows of fewer than 8 cells (the scalar
+    // cell sums these replace took 8-12 % of 224x224x3 -> 112x112: 6 of 112 cells a row)
+    if (d < n && n >= 8) {
+      edge8(n - 8);
+      d = n;
+    }
     for (; d < n; d += 5) masked(d, std::min<int64_t>(5, n - d));
   }
   return d;
