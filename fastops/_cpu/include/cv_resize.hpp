@@ -130,13 +130,13 @@ constexpr uintptr_t kRowPrefetchBytes = 16384;
 // kPrefetchImageBytes or more: smaller ones stay in L3 between calls, where the
 // prefetches only cost.  The float32 3-channel linear row pass over 1920-pixel rows
 // alone, one thread, back to back, us, none / 16 KiB ahead: 3.7 MB 81 / 92, 8.3 MB
-// 202 / 252, 12.4 MB 356-365 / 379-388, 13.1 MB 411 / 408, 13.8 MB 623 / 428, 16.6 MB 557-731 / 461-516 (the knee is
-// the VM's share of its 32 MB L3).  Whole calls, 2 threads, none / ahead interleaved in
-// one process, medians of 9: float32 640x480x3 -> 224x224 linear 0.88 (0.57 in the
-// cv.resize bench, one build after the other), cubic 0.99, 720x1280x3 -> 320x320 linear
-// 0.80, 640x480x3 -> 1280x960 linear 0.90; uint16 1920x1080x3 (11.9 MiB) 0.97-1.04.  The
-// uint8 passes keep prefetching: 1920x1080x3 and x4 (5.9 and 7.9 MiB) ran 1.01-1.08
-// without.
+// 202 / 252, 12.4 MB 356-365 / 379-388, 13.1 MB 411 / 408, 13.8 MB 623 / 428, 16.6 MB
+// 557-731 / 461-516 (the knee is the VM's share of its 32 MB L3).  Whole calls, 2
+// threads, none / ahead interleaved in one process, medians of 9: float32 640x480x3 ->
+// 224x224 linear 0.88 (0.57 in the cv.resize bench, one build after the other), cubic
+// 0.99, 720x1280x3 -> 320x320 linear 0.80, 640x480x3 -> 1280x960 linear 0.90; uint16
+// 1920x1080x3 (11.9 MiB) 0.97-1.04.  The uint8 passes keep prefetching: 1920x1080x3 and
+// x4 (5.9 and 7.9 MiB) ran 1.01-1.08 without.
 constexpr int64_t kPrefetchImageBytes = int64_t(12) << 20;
 // float32 3-channel 2x2 cells take the aligned 8-cell steps (area2x2_f32_avx512's
 // Resident) on images below this size, not kPrefetchImageBytes: 2 threads, back to back,
@@ -145,9 +145,11 @@ constexpr int64_t kPrefetchImageBytes = int64_t(12) << 20;
 // 1920x1080 (25 MB) keep the 5-cell steps, which the 8-cell ones lost to there.
 constexpr int64_t kResident2x2Bytes = int64_t(20) << 20;
 
+// The bytes from an image's first row to its last (h rows rs elements apart), against
+// which kPrefetchImageBytes and kResident2x2Bytes are set.
 template <typename T>
-inline bool prefetch_rows(int64_t h, int64_t rs) {
-  return h * rs * static_cast<int64_t>(sizeof(T)) >= kPrefetchImageBytes;
+inline int64_t image_bytes(int64_t h, int64_t rs) {
+  return h * rs * static_cast<int64_t>(sizeof(T));
 }
 
 // Prefetches each cache line once, kRowPrefetchBytes ahead of the reads it is shown (a
@@ -3060,7 +3062,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
   const auto srun = plan.srun;
   const int64_t sn = plan.sn;
   const float* sw_p = plan.sw;
-  const bool prefetch = prefetch_rows<T>(h, rs);
+  const bool prefetch = image_bytes<T>(h, rs) >= kPrefetchImageBytes;
   auto hrow = [=](const T* S, WT* H) {
     if constexpr (std::is_integral_v<T>)
       if (hot_p) {
@@ -3522,7 +3524,7 @@ void cv_area_fast(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, int64
       Run2x2 runs[4] = {area2x2_rows<area2x2_run<1, T>, T>, area2x2_rows<area2x2_run<2, T>, T>,
                         area2x2_rows<area2x2_run<3, T>, T>, area2x2_rows<area2x2_run<4, T>, T>};
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-      if (std::is_same<T, float>::value && h * rs * int64_t(sizeof(T)) < kResident2x2Bytes)
+      if (std::is_same<T, float>::value && image_bytes<T>(h, rs) < kResident2x2Bytes)
         runs[2] = area2x2_rows<area2x2_run<3, T, true>, T>;  // an image that stays in L3
 #endif
       if constexpr (std::is_integral<T>::value) {
