@@ -243,6 +243,31 @@ def test_2x2_cells_from_every_offset_in_a_line(dtype):
                     assert dst.tobytes() == want, (C, ww, h, pad, "guarded")
 
 
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "int16", "float32", "float64"])
+def test_2x2_cells_cut_by_the_border(dtype, nthreads, threads):
+    """fx = fy = 0.5 on sizes whose half rounds up (43 * 0.5 = 21.5 -> 22, half to even)
+    maps 2x2 cells (1 / fx = 2) onto an output one column (and, for odd heights, one row)
+    larger than the full cells: the last column and row average the pixels inside the
+    image.  The
+    vector steps take a chunk's full rows in one call and leave those cells to the
+    general loop; every element must still be written: cv2 (IPP off) and the reference,
+    narrow rows and rows wide enough for every vector step, contiguous and flipped."""
+    cv2 = peer("cv2")
+    rng = _rng(43)
+    with threads(nthreads), _ipp(cv2, False):
+        for C in (1, 2, 3, 4):
+            for h, w in ((7, 43), (8, 43), (11, 1203), (12, 1203), (131, 1203), (3, 19)):
+                img = _image(rng, (h, w, C), dtype)
+                for x in (img, img[::-1, ::-1]):
+                    got = fcv.resize(x, None, fx=0.5, fy=0.5, interpolation=FLAGS["AREA"])
+                    want = cv2.resize(x, None, fx=0.5, fy=0.5, interpolation=FLAGS["AREA"])
+                    assert got.shape[:2] == (-(-h // 2), -(-w // 2)) == want.shape[:2]
+                    np.testing.assert_array_equal(got.reshape(want.shape), want)
+                    ref = cv_resize_ref(x, None, 0.5, 0.5, FLAGS["AREA"])
+                    assert got.tobytes() == ref.tobytes(), (C, h, w, x.strides)
+
+
 def test_float_3_channel_2x2_steps_read_inside_the_row():
     """The x86-64-v4 float32 3-channel 2x2 steps of an image that stays in L3 take 8 cells
     (64 floats read) at a time from the first 32-byte aligned cell, and a row's first and
