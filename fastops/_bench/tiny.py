@@ -10,6 +10,7 @@ import numpy as np
 import fastops
 import fastops.cv as fcv
 from fastops._bench import Workload, peers
+from fastops._bench.nms import _xywh
 
 
 def _rng():
@@ -55,6 +56,14 @@ def _scatter_inputs():
             "updates": rng.standard_normal((4, 8)).astype(np.float32),
             "rows": rng.integers(0, 8, (4, 1)),
             "row_updates": rng.standard_normal((4, 8)).astype(np.float32)}
+
+
+def _cv2_nms(inp):
+    """cv2.dnn.NMSBoxes on (x, y, w, h) lists made before the timing, as the nms rows give
+    it (fastops/_bench/nms.py)."""
+    cv2 = peers._need("cv2")
+    b, s = _xywh(inp["flat_boxes"]).tolist(), inp["flat_scores"].tolist()
+    return lambda: cv2.dnn.NMSBoxes(b, s, 0.0, 0.5)
 
 
 def _boxes():
@@ -129,7 +138,7 @@ WORKLOADS = [
                            extra=[("m", np.array([16], np.int64)),
                                   ("t", np.array([0.5], np.float32))])),
     _tiny("nms 16 boxes", "nms", _boxes,
-          lambda i: fastops.nms(i["flat_boxes"], i["flat_scores"], 0.5)),
+          lambda i: fastops.nms(i["flat_boxes"], i["flat_scores"], 0.5), cv2=_cv2_nms),
     _tiny("roi_align 1 roi 1x16x32x32 7x7", "roi_align", _roi,
           lambda i: fastops.roi_align(i["x"], i["rois"], 7, 1.0, 2),
           onnxruntime=_ort("RoiAlign", ["x", "boxes", "batch"], [np.float32],
