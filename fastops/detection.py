@@ -220,7 +220,7 @@ def nms(boxes: Array, scores: Array, iou_threshold: FloatScalar,
     return be.wrap(be.xp.ascontiguousarray(sel[:, 2]))
 
 
-@_dispatch.public
+@_dispatch.public(fast=("nms", "fast_batched_nms", ("boxes", "scores", "idxs", "iou_threshold")))
 def batched_nms(boxes: Array, scores: Array, idxs: Array, iou_threshold: FloatScalar) -> Array:
     """Class-aware NMS (torchvision ``batched_nms``): boxes of different ``idxs`` never
     suppress each other.

@@ -137,6 +137,11 @@ def _cases():
                         out.append(("fast_nms", f"nms {dt.__name__} {N}",
                                     lambda b=boxes[0], s=scores[0, 0], i=iou, t=sthr, m=max_num:
                                     fastops.nms(b, s, i, t, m)))
+                for classes in (1, 3):
+                    cls = rng.integers(0, classes, N) * 7 - 5          # negative classes too
+                    out.append(("fast_batched_nms", f"batched_nms {dt.__name__} {N}",
+                                lambda b=boxes[0], s=scores[0, 0], c=cls, i=iou:
+                                fastops.batched_nms(b, s, c, i)))
     for dt in (np.float32, np.float64):
         x = _data(rng, (2, 3, 9, 11), dt)
         x[np.isnan(x)] = 1.5
@@ -522,6 +527,11 @@ def test_uncovered_calls_decline(monkeypatch):
              lambda: fastops.nms(x[:, :4].copy(), x[:, 0].copy(), 0.5, max_num=0),
              lambda: fastops.nms(x[:, :4].copy(), x[:, 0].astype(np.float64), 0.5),
              lambda: fastops.nms(x[:, :4].copy(), x[:, 0].copy(), 1),
+             lambda: fastops.batched_nms(x[:, :4].copy(), x[:, 0].copy(), i[0, :3], 1),
+             lambda: fastops.batched_nms(x[:, :4].copy(), x[:, 0].copy(),
+                                         i[0, :3].astype(np.int32), 0.5),
+             lambda: fastops.batched_nms(x[:, :4].copy(), x[:, 0].astype(np.float64),
+                                         i[0, :3], 0.5),
              lambda: fastops.non_max_suppression(x[None, :, :4].copy(), x[None, None, :, 0].copy(),
                                                  2, 0.5, pad=True),
              lambda: fastops.non_max_suppression(x[None, :, :4].copy(), x[None, None, :, 0].copy(),

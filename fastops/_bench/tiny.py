@@ -66,12 +66,24 @@ def _cv2_nms(inp):
     return lambda: cv2.dnn.NMSBoxes(b, s, 0.0, 0.5)
 
 
+def _cv2_batched_nms(inp):
+    """cv2.dnn.NMSBoxesBatched (OpenCV >= 4.7) on lists made before the timing, as the
+    batched_nms rows give it."""
+    cv2 = peers._need("cv2")
+    if not hasattr(cv2.dnn, "NMSBoxesBatched"):
+        raise NotImplementedError("cv2.dnn.NMSBoxesBatched needs OpenCV >= 4.7")
+    b, s = _xywh(inp["flat_boxes"]).tolist(), inp["flat_scores"].tolist()
+    c = inp["classes"].astype(np.int32).tolist()
+    return lambda: cv2.dnn.NMSBoxesBatched(b, s, c, 0.0, 0.5)
+
+
 def _boxes():
     rng = _rng()
     lo = rng.uniform(0, 90, (1, 16, 2))
     boxes = np.concatenate([lo, lo + rng.uniform(5, 30, (1, 16, 2))], -1).astype(np.float32)
     return {"boxes": boxes, "scores": rng.random((1, 1, 16)).astype(np.float32),
-            "flat_boxes": boxes[0], "flat_scores": rng.random(16).astype(np.float32)}
+            "flat_boxes": boxes[0], "flat_scores": rng.random(16).astype(np.float32),
+            "classes": rng.integers(0, 4, 16)}
 
 
 def _roi():
@@ -80,6 +92,14 @@ def _roi():
             "rois": np.array([[0, 2.5, 3.0, 20.0, 25.5]], np.float32),
             "boxes": np.array([[2.5, 3.0, 20.0, 25.5]], np.float32),
             "batch": np.zeros(1, np.int64)}
+
+
+def _deform():
+    rng = _rng()
+    return {"x": rng.standard_normal((1, 4, 8, 8)).astype(np.float32),
+            "offset": rng.standard_normal((1, 18, 8, 8)).astype(np.float32),
+            "weight": rng.standard_normal((4, 4, 3, 3)).astype(np.float32),
+            "bias": np.zeros(4, np.float32)}
 
 
 def _norm():
@@ -139,6 +159,9 @@ WORKLOADS = [
                                   ("t", np.array([0.5], np.float32))])),
     _tiny("nms 16 boxes", "nms", _boxes,
           lambda i: fastops.nms(i["flat_boxes"], i["flat_scores"], 0.5), cv2=_cv2_nms),
+    _tiny("batched_nms 16 boxes 4 classes", "batched_nms", _boxes,
+          lambda i: fastops.batched_nms(i["flat_boxes"], i["flat_scores"], i["classes"], 0.5),
+          cv2=_cv2_batched_nms),
     _tiny("roi_align 1 roi 1x16x32x32 7x7", "roi_align", _roi,
           lambda i: fastops.roi_align(i["x"], i["rois"], 7, 1.0, 2),
           onnxruntime=_ort("RoiAlign", ["x", "boxes", "batch"], [np.float32],
@@ -168,6 +191,11 @@ WORKLOADS = [
     _tiny("grid_sample 1x3x8x8 bilinear", "grid_sample", _grid,
           lambda i: fastops.grid_sample(i["x"], i["grid"]),
           onnxruntime=_ort("GridSample", ["x", "grid"], [np.float32], opset=16)),
+    _tiny("deform_conv2d 1x4x8x8 -> 4 3x3", "deform_conv2d", _deform,
+          lambda i: fastops.deform_conv2d(i["x"], i["offset"], i["weight"], i["bias"],
+                                          padding=1),
+          onnxruntime=_ort("DeformConv", ["x", "weight", "offset", "bias"], [np.float32],
+                           {"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}, 22)),
     _tiny("instance_norm 1x4x8x8", "instance_norm", _norm,
           lambda i: fastops.instance_norm(i["x"], i["scale"], i["bias"]),
           onnxruntime=_ort("InstanceNormalization", ["x", "scale", "bias"], [np.float32])),

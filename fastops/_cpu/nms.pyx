@@ -189,3 +189,43 @@ def fast_nms(boxes, scores, iou_threshold, score_threshold, max_num, offset):
         if max_num >= 0:
             cap = min(<object>N, max_num)
     return _fast(b, sc, 1, N, 1, 0, offset, cap, iou_threshold, score_threshold, True)
+
+
+def fast_batched_nms(boxes, scores, idxs, iou_threshold):
+    """batched_nms of plain float32 or float64 boxes (N, 4) and scores (N,) of one dtype,
+    int64 idxs (N,) and a Python float iou_threshold in [0, 1], on one thread; else None.
+    16 boxes, 4 classes, in the bench: 8.65 -> 1.75 us (cv2.dnn.NMSBoxesBatched 2.8-2.9)."""
+    if not (plain(boxes) and plain(scores) and plain(idxs)) or not _unit_interval(iou_threshold):
+        return None
+    cdef cnp.ndarray b = <cnp.ndarray>boxes, sc = <cnp.ndarray>scores, ix = <cnp.ndarray>idxs
+    cdef int typenum = cnp.PyArray_TYPE(b)
+    if cnp.PyArray_NDIM(b) != 2 or cnp.PyArray_DIMS(b)[1] != 4 or cnp.PyArray_NDIM(sc) != 1 \
+            or cnp.PyArray_NDIM(ix) != 1 or cnp.PyArray_DIMS(sc)[0] != cnp.PyArray_DIMS(b)[0] \
+            or cnp.PyArray_DIMS(ix)[0] != cnp.PyArray_DIMS(b)[0] \
+            or cnp.PyArray_TYPE(sc) != typenum or not cnp.PyTypeNum_ISSIGNED(cnp.PyArray_TYPE(ix)) \
+            or cnp.PyArray_ITEMSIZE(ix) != sizeof(int64_t):
+        return None
+    cdef cnp.npy_intp N = cnp.PyArray_DIMS(b)[0], nbuf = 5 * N
+    if typenum == cnp.NPY_FLOAT:
+        buf = cnp.PyArray_EMPTY(1, &nbuf, cnp.NPY_FLOAT, 0)
+        return _batched(<const float*>cnp.PyArray_DATA(b), <const float*>cnp.PyArray_DATA(sc),
+                        <const int64_t*>cnp.PyArray_DATA(ix), N, <double>iou_threshold,
+                        <float*>cnp.PyArray_DATA(<cnp.ndarray>buf))
+    if typenum == cnp.NPY_DOUBLE:
+        buf = cnp.PyArray_EMPTY(1, &nbuf, cnp.NPY_DOUBLE, 0)
+        return _batched(<const double*>cnp.PyArray_DATA(b), <const double*>cnp.PyArray_DATA(sc),
+                        <const int64_t*>cnp.PyArray_DATA(ix), N, <double>iou_threshold,
+                        <double*>cnp.PyArray_DATA(<cnp.ndarray>buf))
+    return None
+
+
+cdef object _batched(const floating* boxes, const floating* scores, const int64_t* idxs,
+                     cnp.npy_intp N, double iou_thr, floating* buf):
+    """fast_batched_nms' kernel call: contiguous inputs, one thread, the GIL held."""
+    keep = cnp.PyArray_EMPTY(1, &N, cnp.NPY_INT64, 0)
+    cdef int64_t* k = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>keep)
+    cdef cnp.npy_intp n = c_nms_batched(boxes, N, 4, 1, scores, 1, idxs, 1, <floating>iou_thr,
+                                        buf, k, 1)
+    out = cnp.PyArray_EMPTY(1, &n, cnp.NPY_INT64, 0)
+    memcpy(cnp.PyArray_DATA(<cnp.ndarray>out), k, n * sizeof(int64_t))
+    return out
