@@ -129,7 +129,9 @@ def _deform_conv(op, x, offset, mask, weight, bias, stride, padding, dilation, g
     return be.wrap(out)
 
 
-@_dispatch.public
+@_dispatch.public(fast=("deform_conv", "fast_deform_conv2d",
+                        ("x", "offset", "weight", "bias", "stride", "padding", "dilation",
+                         "groups", "deform_groups", "mask", "im2col_step", False)))
 def deform_conv2d(x: Array, offset: Array, weight: Array, bias: Optional[Array] = None,
                   stride: IntPair = 1, padding: IntPair = 0, dilation: IntPair = 1,
                   groups: int = 1, deform_groups: int = 1, mask: Optional[Array] = None,
@@ -247,7 +249,9 @@ def deform_conv2d(x: Array, offset: Array, weight: Array, bias: Optional[Array] 
                         dilation, groups, deform_groups, im2col_step)
 
 
-@_dispatch.public
+@_dispatch.public(fast=("deform_conv", "fast_deform_conv2d",
+                        ("x", "offset", "weight", "bias", "stride", "padding", "dilation",
+                         "groups", "deform_groups", "mask", 64, True)))
 def modulated_deform_conv2d(x: Array, offset: Array, mask: Array, weight: Array,
                             bias: Optional[Array] = None, stride: IntPair = 1,
                             padding: IntPair = 0, dilation: IntPair = 1, groups: int = 1,

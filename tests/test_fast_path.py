@@ -142,6 +142,33 @@ def _cases():
                     out.append(("fast_batched_nms", f"batched_nms {dt.__name__} {N}",
                                 lambda b=boxes[0], s=scores[0, 0], c=cls, i=iou:
                                 fastops.batched_nms(b, s, c, i)))
+    for N, C, H, W, M, g, dg, k in [(1, 4, 8, 8, 4, 1, 1, (3, 3)), (2, 4, 7, 9, 6, 2, 2, (2, 3)),
+                                    (1, 1, 1, 1, 1, 1, 1, (1, 1))]:
+        x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+        w = rng.standard_normal((M, C // g) + k).astype(np.float32)
+        b = rng.standard_normal(M).astype(np.float32)
+        for st, pad, dil in [(1, 1, 1), ((2, 1), (1, 0), (1, 2)), (1, (0, 1, 2, 1), 1)]:
+            pads = (pad,) * 4 if isinstance(pad, int) else pad * 2 if len(pad) == 2 else pad
+            ph, pw = pads[::2], pads[1::2]       # (top, left, bottom, right)
+            sh, sw = (st, st) if isinstance(st, int) else st
+            dh, dw = (dil, dil) if isinstance(dil, int) else dil
+            OH = (H + sum(ph) - (k[0] - 1) * dh - 1) // sh + 1
+            OW = (W + sum(pw) - (k[1] - 1) * dw - 1) // sw + 1
+            if OH < 1 or OW < 1:
+                continue
+            taps = dg * k[0] * k[1]
+            off = (rng.standard_normal((N, 2 * taps, OH, OW)) * 2).astype(np.float32)
+            mask = rng.random((N, taps, OH, OW)).astype(np.float32)
+            label = f"deform_conv2d {N}x{C}x{H}x{W} -> {M} {k} g{g} dg{dg}"
+            out.append(("fast_deform_conv2d", label,
+                        lambda x=x, o=off, w=w, b=b, s=st, p=pad, d=dil, g=g, dg=dg:
+                        fastops.deform_conv2d(x, o, w, b, s, p, d, g, dg)))
+            out.append(("fast_deform_conv2d", label + " mask, no bias",
+                        lambda x=x, o=off, w=w, m=mask, s=st, p=pad, d=dil, g=g, dg=dg:
+                        fastops.deform_conv2d(x, o, w, None, s, p, d, g, dg, m)))
+            out.append(("fast_deform_conv2d", "modulated_" + label,
+                        lambda x=x, o=off, w=w, b=b, m=mask, s=st, p=pad, d=dil, g=g, dg=dg:
+                        fastops.modulated_deform_conv2d(x, o, m, w, b, s, p, d, g, dg)))
     for dt in (np.float32, np.float64):
         x = _data(rng, (2, 3, 9, 11), dt)
         x[np.isnan(x)] = 1.5
@@ -527,6 +554,12 @@ def test_uncovered_calls_decline(monkeypatch):
              lambda: fastops.nms(x[:, :4].copy(), x[:, 0].copy(), 0.5, max_num=0),
              lambda: fastops.nms(x[:, :4].copy(), x[:, 0].astype(np.float64), 0.5),
              lambda: fastops.nms(x[:, :4].copy(), x[:, 0].copy(), 1),
+             lambda: fastops.deform_conv2d(x[None, None], np.zeros((1, 2, 3, 4), np.float32),
+                                           np.ones((1, 1, 1, 1), np.float32), stride=[1, 1]),
+             lambda: fastops.deform_conv2d(x[None, None], np.zeros((1, 2, 3, 4)),
+                                           np.ones((1, 1, 1, 1))),               # float64
+             lambda: fastops.deform_conv2d(x[None, None], np.zeros((1, 2, 3, 4), np.float32),
+                                           np.ones((1, 1, 1, 1), np.float32), padding=np.int64(0)),
              lambda: fastops.batched_nms(x[:, :4].copy(), x[:, 0].copy(), i[0, :3], 1),
              lambda: fastops.batched_nms(x[:, :4].copy(), x[:, 0].copy(),
                                          i[0, :3].astype(np.int32), 0.5),
