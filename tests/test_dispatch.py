@@ -103,6 +103,23 @@ def test_output_pool_reuses_blocks_without_aliasing_live_results():
     assert c_vals.flags.writeable and c_idx.flags.c_contiguous
 
 
+def test_output_pool_reuses_the_block_released_last():
+    """Of several idle blocks that fit, a call takes the one released last (still in the
+    caches), so a loop of calls keeps writing one block: taking the oldest, a loop went
+    round all of them, every output cold (a 7.5 MB gather 0.106 -> 0.30 ms with six)."""
+    from fastops._cpu import _pool
+    blocks = [_pool.empty((3 << 20,), np.uint8) for _ in range(4)]
+    addr = [b.ctypes.data for b in blocks]
+    for k in (2, 0, 3, 1):                      # released in this order: 1 is the last
+        blocks[k] = None
+    y = _pool.empty((3 << 20,), np.uint8)
+    assert y.ctypes.data == addr[1]
+    for _ in range(3):                          # a loop of calls stays on that block
+        y = None
+        y = _pool.empty((3 << 20,), np.uint8)
+        assert y.ctypes.data == addr[1]
+
+
 def test_output_pool_can_be_disabled():
     code = ("import numpy as np, fastops; from fastops._cpu import _pool;"
             "v, i = fastops.cummax(np.ones((1024, 1024), np.float32), 0); del v, i;"

@@ -93,13 +93,17 @@ cdef class Block:
 
 
 cdef Block _take(Py_ssize_t nbytes):
-    """An idle block of nbytes..2*nbytes (best fit), else a new one."""
+    """An idle block of nbytes..2*nbytes (best fit; of equal sizes the one released last),
+    else a new one.  The last released is the one still in the caches: taking the oldest
+    instead, a loop of calls went round every idle block of its size, each output cold
+    (gather_elements of 150 rows of 50 KB, 7.5 MB out, 2 threads: 0.106 ms with one idle
+    8 MB block, 0.30 with six, which an earlier batch of six outputs leaves)."""
     global _idle_bytes
     cdef Block b = Block.__new__(Block)
     cdef void* p = NULL
     best = None
-    for entry in _idle:
-        if nbytes <= entry[0] <= 2 * nbytes and (best is None or entry[0] < best[0]):
+    for entry in _idle:             # (oldest first: <= lets the later one win a tie)
+        if nbytes <= entry[0] <= 2 * nbytes and (best is None or entry[0] <= best[0]):
             best = entry
     if best is not None:
         # by value, not by position: a release triggered by garbage collection in
