@@ -205,23 +205,24 @@ def fast_batched_nms(boxes, scores, idxs, iou_threshold):
             or cnp.PyArray_TYPE(sc) != typenum or not cnp.PyTypeNum_ISSIGNED(cnp.PyArray_TYPE(ix)) \
             or cnp.PyArray_ITEMSIZE(ix) != sizeof(int64_t):
         return None
-    cdef cnp.npy_intp N = cnp.PyArray_DIMS(b)[0], nbuf = 5 * N
+    cdef cnp.npy_intp N = cnp.PyArray_DIMS(b)[0]
+    cdef const int64_t* ip = <const int64_t*>cnp.PyArray_DATA(ix)
     if typenum == cnp.NPY_FLOAT:
-        buf = cnp.PyArray_EMPTY(1, &nbuf, cnp.NPY_FLOAT, 0)
         return _batched(<const float*>cnp.PyArray_DATA(b), <const float*>cnp.PyArray_DATA(sc),
-                        <const int64_t*>cnp.PyArray_DATA(ix), N, <double>iou_threshold,
-                        <float*>cnp.PyArray_DATA(<cnp.ndarray>buf))
+                        ip, N, <double>iou_threshold)
     if typenum == cnp.NPY_DOUBLE:
-        buf = cnp.PyArray_EMPTY(1, &nbuf, cnp.NPY_DOUBLE, 0)
         return _batched(<const double*>cnp.PyArray_DATA(b), <const double*>cnp.PyArray_DATA(sc),
-                        <const int64_t*>cnp.PyArray_DATA(ix), N, <double>iou_threshold,
-                        <double*>cnp.PyArray_DATA(<cnp.ndarray>buf))
+                        ip, N, <double>iou_threshold)
     return None
 
 
 cdef object _batched(const floating* boxes, const floating* scores, const int64_t* idxs,
-                     cnp.npy_intp N, double iou_thr, floating* buf):
+                     cnp.npy_intp N, double iou_thr):
     """fast_batched_nms' kernel call: contiguous inputs, one thread, the GIL held."""
+    cdef cnp.npy_intp nbuf = 5 * N
+    buf_arr = cnp.PyArray_EMPTY(1, &nbuf, cnp.NPY_FLOAT if floating is float else cnp.NPY_DOUBLE,
+                                0)
+    cdef floating* buf = <floating*>cnp.PyArray_DATA(<cnp.ndarray>buf_arr)
     keep = cnp.PyArray_EMPTY(1, &N, cnp.NPY_INT64, 0)
     cdef int64_t* k = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>keep)
     cdef cnp.npy_intp n = c_nms_batched(boxes, N, 4, 1, scores, 1, idxs, 1, <floating>iou_thr,
