@@ -2144,6 +2144,85 @@ inline int64_t hrun_elem(const T* S, const int64_t*, const float* cw, int64_t cs
 }
 #endif
 
+#if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
+// 16-bit rows, x86-64-v3: steps of 8 output elements (AVX2 has no vpermt2w).  Element
+// e = dC + c has tap k at o0[d] + c + kC, so tap k of a step's 8 elements lies in the 16
+// elements from base + kC, at offsets w_j = o0[d_j] + c_j - base that are the same for
+// every tap.  One 256-bit load holds those 16 as 8 pairs: vpermd picks pair w_j >> 1 for
+// element j, and a variable shift its low or high half, so a linear step has 2 window
+// loads and 2 lane-crossing permutes for 8 outputs, and no conversion shuffle.  The pixel
+// steps (hgroup) spend 5 shuffles on 6 outputs (3 channels) or load 8 pairs and their
+// offsets for 8 (one channel).  A step fits where every w_j is below 16: downscales up to
+// about 2x (one channel) or 1.6x (3 channels), and upscales; cubic too (4 window loads).
+// Measured on the AMD Zen 3 VM (docs/performance.md, fifty-first session): the horizontal
+// pass of 1080 rows, uint16 1920 -> 1280 pixels, one thread: 3 channels 0.83-0.87 and one
+// channel 0.69 of the pixel steps' time.  2 and 4 channels, whose pixel steps fill every
+// lane, ran slower with them (whole calls 1.05 and 1.15) and keep the pixel steps.
+constexpr int64_t kWordWindow = 16;
+
+inline bool words_last_step(int64_t C, int64_t lo, int64_t hi) {
+  const int64_t n = (hi - lo) * C;
+  return n % 8 != 0 && n > 8;
+}
+
+// The steps' table over pixels [lo, hi): per step its base, then 8 indices (pair w >> 1 in
+// bits 0-2, bit 4 set for a low half: the left shift that brings it up); empty when a step
+// does not fit (the rows keep their pixel steps).  After the steps of 8 from lo C, one
+// more ends at hi C where elements are left.
+inline std::vector<int32_t> words_table(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin,
+                                        int64_t C, int K) {
+  std::vector<int32_t> ix;
+  const int64_t last_base = Lin - kWordWindow - (K - 1) * C;  // tap K - 1's window ends at Lin
+  if (last_base < 0) return ix;
+  auto step = [&](int64_t e) {  // elements e .. e + 7
+    const int64_t base = std::min(o0[e / C], last_base);  // (o0 does not decrease)
+    ix.push_back(static_cast<int32_t>(base));
+    for (int64_t j = 0; j < 8; ++j) {
+      const int64_t w = o0[(e + j) / C] + (e + j) % C - base;
+      if (w < 0 || w >= kWordWindow) return false;
+      ix.push_back(static_cast<int32_t>((w >> 1) | (w & 1 ? 0 : 16)));
+    }
+    return true;
+  };
+  for (int64_t e = lo * C; e + 8 <= hi * C; e += 8)
+    if (!step(e)) return {};
+  if (words_last_step(C, lo, hi) && !step(hi * C - 8)) return {};
+  return ix;
+}
+
+// The last step ends at the run's last element, over elements the step before computed
+// too (the same operations, the same bits).
+template <int C, int K, typename T>
+inline int64_t hrun_words(const T* S, const float* cw, int64_t cstride, int64_t lo, int64_t hi,
+                          const int32_t* tab, bool prefetch, float* H) {
+  RowPrefetch<C> pf(prefetch);
+  auto step = [&](int64_t e) {
+    const T* p = S + tab[0];
+    pf(p);
+    const __m256i ix = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tab + 1));
+    const __m256i up = _mm256_and_si256(ix, _mm256_set1_epi32(16));
+    __m256 acc;
+    for (int k = 0; k < K; ++k) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k * C));
+      const __m256i h = _mm256_sllv_epi32(_mm256_permutevar8x32_epi32(v, ix), up);
+      const __m256i t = std::is_same<T, uint16_t>::value ? _mm256_srli_epi32(h, 16)
+                                                         : _mm256_srai_epi32(h, 16);
+      const __m256 m = _mm256_mul_ps(_mm256_cvtepi32_ps(t), _mm256_loadu_ps(cw + k * cstride + e));
+      acc = k == 0 ? m : _mm256_add_ps(acc, m);  // t0 c0 + t1 c1 + ..., left to right
+    }
+    _mm256_storeu_ps(H + e, acc);
+    tab += 9;
+  };
+  int64_t e = lo * C;
+  for (; e + 8 <= hi * C; e += 8) step(e);
+  if (words_last_step(C, lo, hi)) {
+    step(hi * C - 8);
+    e = hi * C;
+  }
+  return e / C;
+}
+#endif
+
 // Four-pixel steps over [d, hi), the last ending at hi over pixels the step before computed
 // (the same operations, the same bits); returns where the scalar pixels start.  The
 // scalar pixels the last step replaces (float32 3-channel cubic: 2 of 224 a row of
@@ -2801,8 +2880,9 @@ template <typename WT>
 constexpr bool kHVec = false;
 #endif
 
-// Steps: the pixel steps (0), the wide float32 ones (kWideSteps) or the element steps
-// of 16-bit 3-channel rows (kElemSteps), x86-64-v4.
+// Steps: the pixel steps (0), the wide float32 ones (kWideSteps, x86-64-v4) or the
+// element steps of 16-bit rows (kElemSteps: hrun_elem on x86-64-v4, 3 channels;
+// hrun_words on x86-64-v3).
 constexpr int kWideSteps = 1, kElemSteps = 2;
 
 template <int C, int K, typename T, int Steps = 0, typename WT = typename FloatPath<T>::WT>
@@ -2811,6 +2891,9 @@ inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   if constexpr (Steps == kElemSteps)
     return hrun_elem<C, K, T>(S, o0, cw, cstride, lo, hi, perm, prefetch, H);
+#elif defined(__AVX2__)
+  if constexpr (Steps == kElemSteps)
+    return hrun_words<C, K, T>(S, cw, cstride, lo, hi, perm, prefetch, H);
 #endif
 #if defined(__AVX2__)
   if constexpr (std::is_same_v<WT, double>)
@@ -2960,6 +3043,17 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
           Lp = 3;  // (the table below: one coefficient per element)
         }
       }
+#elif defined(__AVX2__)
+    if constexpr (sizeof(T) == 2)
+      if (C_ == 1 || C_ == 3) {  // the word steps where every step fits
+        perm = words_table(o0.data(), f0, f1, Lin, C_, K);
+        if (!perm.empty()) {
+          const HRun steps[2][2] = {{hvec<1, 2, T, kElemSteps>, hvec<3, 2, T, kElemSteps>},
+                                    {hvec<1, 4, T, kElemSteps>, hvec<3, 4, T, kElemSteps>}};
+          run = steps[K == 4][C_ == 3];
+          Lp = C_;  // (one coefficient per element)
+        }
+      }
 #endif
     if (quad3_rows<T>(C_, K)) {
       cw = xa;
@@ -2972,7 +3066,7 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
           for (int64_t l = 0; l < Lp; ++l) cw[(k * dw_ + d) * Lp + l] = xa[d * K + k];
     }
     if constexpr (std::is_same_v<WT, float>)
-      if (perm_rows<T>(C_, K)) {
+      if (perm_rows<T>(C_, K) && perm.empty()) {
         bool wide = false;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
         if constexpr (std::is_same_v<T, float>)
