@@ -63,6 +63,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <cstddef>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -172,10 +173,18 @@ struct LinePrefetch {
 // The horizontal passes' prefetcher: one-channel rows compile to nothing (above).
 template <int C>
 struct RowPrefetch : LinePrefetch {
-  explicit RowPrefetch(bool on) : LinePrefetch(C > 1 && on) {}
+  explicit RowPrefetch(bool on = true) : LinePrefetch(C > 1 && on) {}
   RS_INLINE void operator()(const void* p) {
     if constexpr (C > 1) LinePrefetch::operator()(p);
   }
+};
+// The prefetchers of R rows, for steps that test `value` at compile time (std::false_type
+// where the image is not prefetched): the test of `prefetch` in every step of the two-row
+// steps cost 10 % of their time.
+template <int C, int R>
+struct RowFetch : std::true_type {
+  RowPrefetch<C> pf[R];
+  RS_INLINE void operator()(int r, const void* p) { pf[r](p); }
 };
 
 // cvRound of a float in int32 range: round half to even (cvtss2si in the default
@@ -1325,9 +1334,12 @@ inline void fixed_vrow_cubic(const int32_t* const* S, const int16_t* b, int64_t 
 // stripe keeping the horizontally resized source rows of its last output rows in K slots
 // (slot y % K, K = 2 or 4; the rows of one output are K consecutive clipped indices, so distinct
 // rows never share a slot).  hrow(src_row, H_row), vrow(rows[K], row index, out_row).
-template <typename T, typename HT, class HFn, class VFn>
+// hrow2(src_a, src_b, H_a, H_b), where given, resizes two rows at once: the rows an output
+// row lacks are handed to it in pairs (the tables' loads are shared; downscales by 2x or
+// more in y lack both rows of every output row).
+template <typename T, typename HT, class HFn, class VFn, class H2Fn = std::nullptr_t>
 void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t* yrows,
-                HFn hrow, VFn vrow, T* out, int nthreads) {
+                HFn hrow, VFn vrow, T* out, int nthreads, H2Fn hrow2 = nullptr) {
   if (dh == 0 || Lout == 0) return;
   const int64_t hrows = std::min<int64_t>(x.H, dh * K);
   const int nt = threads_for(rsk::work(double(Lout) * (double(hrows) * 4 + double(dh) * K)),
@@ -1365,16 +1377,25 @@ void ring_apply(const Img<T>& x, int64_t dh, int64_t Lout, int K, const int64_t*
       for (int k = 0; k < K; ++k) tag[k] = -1;
       const int64_t y0 = s * stripe, y1 = std::min(dh, y0 + stripe);
       for (int64_t yo = y0; yo < y1; ++yo) {
+        int64_t lack[4];  // the rows to resize, then their slots
+        HT* lack_at[4];
+        int nl = 0;
         for (int k = 0; k < K; ++k) {
           const int64_t y = clamp_idx(yrows[yo * K + k], x.H);
           const int64_t sl = y & (K - 1);  // y % K, K = 2 or 4 (no division per row)
           HT* hr = ring + static_cast<size_t>(sl) * row_len;
           if (tag[sl] != y) {
-            hrow(x.row(y), hr);
+            lack[nl] = y;
+            lack_at[nl++] = hr;
             tag[sl] = y;
           }
           rp[k] = hr;
         }
+        int i = 0;
+        if constexpr (!std::is_same_v<H2Fn, std::nullptr_t>)
+          for (; i + 2 <= nl; i += 2)
+            hrow2(x.row(lack[i]), x.row(lack[i + 1]), lack_at[i], lack_at[i + 1]);
+        for (; i < nl; ++i) hrow(x.row(lack[i]), lack_at[i]);
         vrow(rp, yo, out + yo * Lout);
       }
     }
@@ -1921,16 +1942,26 @@ RS_INLINE void htaps(const T* S, const int64_t* o, typename L::V t[K]) {
   }
 }
 
-// Pixels [d, d + kGroups * P): c = the coefficient table (tap k's lanes at c + k *
-// cstride) + d * Lp, H = the output + d * C.
+// Pixels [d, d + kGroups * P) of R rows S[r] (R = 1 or 2: two rows share the offset and
+// coefficient loads): c = the coefficient table (tap k's lanes at c + k * cstride) + d *
+// Lp, H[r] = row r's output + d * C.
+template <class L, int C, int K, typename T, int R>
+RS_INLINE void hgroup_rows(const T* const* S, const int64_t* o, const float* c, int64_t cstride,
+                           float* const* H) {
+  typename L::V w[K], t[R][K];
+  for (int k = 0; k < K; ++k) w[k] = L::load(c + k * cstride);  // (before any store)
+  for (int r = 0; r < R; ++r) htaps<L, C, K, T>(S[r], o, t[r]);
+  for (int r = 0; r < R; ++r) {
+    typename L::V acc = L::mul(t[r][0], w[0]);
+    for (int k = 1; k < K; ++k) acc = L::add(acc, L::mul(t[r][k], w[k]));
+    if constexpr (C == 3) L::store3(H[r], acc);
+    else L::store(H[r], acc);
+  }
+}
+
 template <class L, int C, int K, typename T>
 RS_INLINE void hgroup(const T* S, const int64_t* o, const float* c, int64_t cstride, float* H) {
-  typename L::V t[K];
-  htaps<L, C, K, T>(S, o, t);
-  typename L::V acc = L::mul(t[0], L::load(c));
-  for (int k = 1; k < K; ++k) acc = L::add(acc, L::mul(t[k], L::load(c + k * cstride)));
-  if constexpr (C == 3) L::store3(H, acc);
-  else L::store(H, acc);
+  hgroup_rows<L, C, K, T, 1>(&S, o, c, cstride, &H);
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
@@ -2190,34 +2221,46 @@ inline std::vector<int32_t> words_table(const int64_t* o0, int64_t lo, int64_t h
   return ix;
 }
 
-// The last step ends at the run's last element, over elements the step before computed
-// too (the same operations, the same bits).
-template <int C, int K, typename T>
-inline int64_t hrun_words(const T* S, const float* cw, int64_t cstride, int64_t lo, int64_t hi,
-                          const int32_t* tab, bool prefetch, float* H) {
-  RowPrefetch<C> pf(prefetch);
-  auto step = [&](int64_t e) {
-    const T* p = S + tab[0];
-    pf(p);
+// R = 1 or 2 rows S[r] -> H[r] (two rows share the table's loads).  The last step ends at
+// the run's last element, over elements the step before computed too (the same
+// operations, the same bits).
+template <int C, int K, typename T, int R = 1>
+inline int64_t hrun_words(const T* const* S, const float* cw, int64_t cstride, int64_t lo,
+                          int64_t hi, const int32_t* tab, bool prefetch, float* const* H) {
+  auto step = [&](int64_t e, auto& fetch) {
     const __m256i ix = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tab + 1));
     const __m256i up = _mm256_and_si256(ix, _mm256_set1_epi32(16));
-    __m256 acc;
-    for (int k = 0; k < K; ++k) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k * C));
-      const __m256i h = _mm256_sllv_epi32(_mm256_permutevar8x32_epi32(v, ix), up);
-      const __m256i t = std::is_same<T, uint16_t>::value ? _mm256_srli_epi32(h, 16)
-                                                         : _mm256_srai_epi32(h, 16);
-      const __m256 m = _mm256_mul_ps(_mm256_cvtepi32_ps(t), _mm256_loadu_ps(cw + k * cstride + e));
-      acc = k == 0 ? m : _mm256_add_ps(acc, m);  // t0 c0 + t1 c1 + ..., left to right
+    __m256 w[K], acc[R];
+    for (int k = 0; k < K; ++k) w[k] = _mm256_loadu_ps(cw + k * cstride + e);
+    for (int r = 0; r < R; ++r) {
+      const T* p = S[r] + tab[0];
+      if constexpr (std::decay_t<decltype(fetch)>::value) fetch(r, p);
+      for (int k = 0; k < K; ++k) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k * C));
+        const __m256i h = _mm256_sllv_epi32(_mm256_permutevar8x32_epi32(v, ix), up);
+        const __m256i t = std::is_same<T, uint16_t>::value ? _mm256_srli_epi32(h, 16)
+                                                           : _mm256_srai_epi32(h, 16);
+        const __m256 m = _mm256_mul_ps(_mm256_cvtepi32_ps(t), w[k]);
+        acc[r] = k == 0 ? m : _mm256_add_ps(acc[r], m);  // t0 c0 + t1 c1 + ..., in order
+      }
     }
-    _mm256_storeu_ps(H + e, acc);
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(H[r] + e, acc[r]);
     tab += 9;
   };
   int64_t e = lo * C;
-  for (; e + 8 <= hi * C; e += 8) step(e);
-  if (words_last_step(C, lo, hi)) {
-    step(hi * C - 8);
-    e = hi * C;
+  auto steps = [&](auto& fetch) {
+    for (; e + 8 <= hi * C; e += 8) step(e, fetch);
+    if (words_last_step(C, lo, hi)) {
+      step(hi * C - 8, fetch);
+      e = hi * C;
+    }
+  };
+  if (prefetch && C > 1) {
+    RowFetch<C, R> fetch;
+    steps(fetch);
+  } else {
+    std::false_type none;
+    steps(none);
   }
   return e / C;
 }
@@ -2893,7 +2936,7 @@ inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride
     return hrun_elem<C, K, T>(S, o0, cw, cstride, lo, hi, perm, prefetch, H);
 #elif defined(__AVX2__)
   if constexpr (Steps == kElemSteps)
-    return hrun_words<C, K, T>(S, cw, cstride, lo, hi, perm, prefetch, H);
+    return hrun_words<C, K, T>(&S, cw, cstride, lo, hi, perm, prefetch, &H);
 #endif
 #if defined(__AVX2__)
   if constexpr (std::is_same_v<WT, double>)
@@ -2905,6 +2948,49 @@ inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride
 #endif
   return lo;  // (not instantiated where kHVec<WT> is false)
 }
+
+#if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
+// Two rows at once (ring_apply's hrow2), x86-64-v3, float sums: hvec's pixel steps or
+// word steps with each step's offset, index and coefficient loads shared by the rows;
+// returns where both stopped (hvec's d).  The horizontal pass of 480 rows, float32
+// 640x3 -> 224 pixels, one thread: 0.81 of the one-row steps' time; 1920x3 -> 1280:
+// 0.77 (docs/performance.md, fifty-first session).
+template <int C, int K, typename T, int Steps = 0>
+inline int64_t hvec2(const T* S0, const T* S1, const int64_t* o0, const float* cw,
+                     int64_t cstride, int64_t lo, int64_t hi, const int32_t* perm, bool prefetch,
+                     float* H0, float* H1) {
+  const T* const S[2] = {S0, S1};
+  if constexpr (Steps == kElemSteps) {
+    float* const H[2] = {H0, H1};
+    return hrun_words<C, K, T, 2>(S, cw, cstride, lo, hi, perm, prefetch, H);
+  } else {  // hrun's steps in this build
+    constexpr int64_t P = hgroup_px(C), Lp = hlanes(C);
+    int64_t d = lo;
+    auto steps = [&](auto& fetch) {
+      for (; d + 2 * P <= hi; d += 2 * P) {
+        if constexpr (std::decay_t<decltype(fetch)>::value) {
+          fetch(0, S0 + o0[d]);
+          fetch(1, S1 + o0[d]);
+        }
+        float* const H[2] = {H0 + d * C, H1 + d * C};
+        hgroup_rows<Lane256, C, K, T, 2>(S, o0 + d, cw + d * Lp, cstride, H);
+      }
+    };
+    if (prefetch && C > 1) {
+      RowFetch<C, 2> fetch;
+      steps(fetch);
+    } else {
+      std::false_type none;
+      steps(none);
+    }
+    for (; d + P <= hi; d += P) {
+      float* const H[2] = {H0 + d * C, H1 + d * C};
+      hgroup_rows<Lane128, C, K, T, 2>(S, o0 + d, cw + d * Lp, cstride, H);
+    }
+    return d;
+  }
+}
+#endif
 
 // resize_float's tables: per output column its K taps (xo, xa), tap count (xn) and cubic
 // border flag (xz); per output row its K source rows (yr) and coefficients (yb); and the
@@ -2920,6 +3006,8 @@ struct FloatPlan {
   using Up2 = int64_t (*)(const T*, int64_t, int64_t, int64_t, float*);
   using HRun = int64_t (*)(const T*, const int64_t*, const WT*, int64_t, int64_t, int64_t,
                            const int32_t*, bool, WT*);
+  using HRun2 = int64_t (*)(const T*, const T*, const int64_t*, const WT*, int64_t, int64_t,
+                            int64_t, const int32_t*, bool, WT*, WT*);
   // the key: every argument the tables depend on (doubles compared by value: a NaN
   // scale cannot reach here)
   int64_t h = -1, w = -1, C = -1, dh = -1, dw = -1;
@@ -2932,6 +3020,7 @@ struct FloatPlan {
   std::vector<int32_t> perm;
   Up2 up2 = nullptr;
   HRun run = nullptr;
+  HRun2 run2 = nullptr;  // run over two rows at once (hvec2), where the build has it
   int64_t f0 = 0, f1 = 0, cstride = 0;
   // const_stride_steps over sn groups of 4 columns from f0 (x86-64-v3, float32, C = 1),
   // sw: their K weights
@@ -3011,6 +3100,7 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
   int64_t reach = 0;  // elements the vector pass reads from a pixel's first tap
   bool pairs = false;  // hpairs3's steps and table
   run = nullptr;
+  run2 = nullptr;
   o0.clear();
   cw.clear();
   perm.clear();
@@ -3019,6 +3109,13 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
       const HRun runs[2][4] = {{hvec<1, 2, T>, hvec<2, 2, T>, hvec<3, 2, T>, hvec<4, 2, T>},
                                {hvec<1, 4, T>, hvec<2, 4, T>, hvec<3, 4, T>, hvec<4, 4, T>}};
       run = runs[K == 4][C_ - 1];
+#if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
+      if constexpr (std::is_same_v<WT, float>) {
+        const HRun2 runs2[2][4] = {{hvec2<1, 2, T>, hvec2<2, 2, T>, hvec2<3, 2, T>, hvec2<4, 2, T>},
+                                   {hvec2<1, 4, T>, hvec2<2, 4, T>, hvec2<3, 4, T>, hvec2<4, 4, T>}};
+        run2 = runs2[K == 4][C_ - 1];
+      }
+#endif
       constexpr bool f32 = std::is_same_v<WT, float>;
       Lp = f32 ? hlanes(C_) : hlanes64(C_);
       reach = f32 ? hwindow(C_, K) : hwindow64(C_, K);
@@ -3051,6 +3148,10 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
           const HRun steps[2][2] = {{hvec<1, 2, T, kElemSteps>, hvec<3, 2, T, kElemSteps>},
                                     {hvec<1, 4, T, kElemSteps>, hvec<3, 4, T, kElemSteps>}};
           run = steps[K == 4][C_ == 3];
+          const HRun2 steps2[2][2] = {
+              {hvec2<1, 2, T, kElemSteps>, hvec2<3, 2, T, kElemSteps>},
+              {hvec2<1, 4, T, kElemSteps>, hvec2<3, 4, T, kElemSteps>}};
+          run2 = steps2[K == 4][C_ == 3];
           Lp = C_;  // (one coefficient per element)
         }
       }
@@ -3093,6 +3194,7 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
       const int64_t room = Lin - o0[f0] - 4 * const_stride_loads(s, K);
       if (same && room >= 0) {
         srun = K == 2 ? const_stride_fn<2>(s) : const_stride_fn<4>(s);
+        run2 = nullptr;  // (hrow2 runs only the scalar pixels and run)
         sn = std::min((f1 - f0) / 4, room / (4 * s) + 1);
         std::memcpy(sw, &xa[f0 * K], sizeof(float) * K);
       }
@@ -3182,6 +3284,23 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     if (run) d = run(S, o0_p, cw_p, cstride, d, f1, perm_p, prefetch, H);
     for (; d < dw; ++d) pixel(S, H, d);
   };
+  const auto run2 = plan.run2;  // (set only where hrow would take run between scalar pixels)
+  auto hrow2 = [=](const T* S0, const T* S1, WT* H0, WT* H1) {
+    if (!run2) {
+      hrow(S0, H0);
+      hrow(S1, H1);
+      return;
+    }
+    int64_t d = 0;
+    for (; d < f0; ++d) {
+      pixel(S0, H0, d);
+      pixel(S1, H1, d);
+    }
+    for (d = run2(S0, S1, o0_p, cw_p, cstride, d, f1, perm_p, prefetch, H0, H1); d < dw; ++d) {
+      pixel(S0, H0, d);
+      pixel(S1, H1, d);
+    }
+  };
   constexpr int64_t lanes = FloatPath<T>::kCubicLanes;
   const WT* yb_p = plan.yb.data();
   auto vrow = [=](const WT* const* R, int64_t yo, T* dst) {
@@ -3223,7 +3342,7 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     for (; j < Lout; ++j)
       dst[j] = store_wt<T, WT>(R[0][j] * b0 + R[1][j] * b1 + R[2][j] * b2 + R[3][j] * b3);
   };
-  ring_apply<T, WT>(img, dh, Lout, K, plan.yr.data(), hrow, vrow, out, nthreads);
+  ring_apply<T, WT>(img, dh, Lout, K, plan.yr.data(), hrow, vrow, out, nthreads, hrow2);
   if (dw + dh > kKeepTables) plan = FloatPlan<T>();  // (large tables are not kept)
 }
 
