@@ -1529,6 +1529,7 @@ RS_INLINE __m128i pairs4_16(const T* S, const int64_t* o) {
 struct Lane128 {
   using V = __m128;
   static constexpr int kGroups = 1;
+  static constexpr bool kTaps3x2 = false;  // (taps3x2 below: no pshufb in SSE2)
   // the window at o[0] + e (o: first-tap offsets from the group's first pixel)
   template <typename T, int P>
   static RS_INLINE V window(const T* S, const int64_t* o, int64_t e) { return load4f<T>(S + o[0] + e); }
@@ -1592,6 +1593,34 @@ struct Lane256 {
   template <typename T, int P>
   static RS_INLINE V window(const T* S, const int64_t* o, int64_t e) {
     return load4f_x2<T>(S + o[0] + e, S + o[P] + e);
+  }
+  // Taps 0 and 1 of two 16-bit 3-channel pixels (o[0], o[1]) from one 8-element load
+  // each, split by pshufb, where two windows per tap took 4 loads and 2 unpacks: the
+  // horizontal pass of 480 rows, uint16 640x3 -> 224 pixels, one thread, 0.86-0.88 of
+  // the windows' time (docs/performance.md, fifty-first session).  Reads 8 elements from
+  // a pixel's first tap: hwindow(3, 2).
+  static constexpr bool kTaps3x2 = true;
+  template <typename T>
+  static RS_INLINE void taps3x2(const T* S, const int64_t* o, V t[2]) {
+    const __m256i v = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(S + o[0]))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(S + o[1])), 1);
+    constexpr bool u = std::is_same<T, uint16_t>::value;
+    // the bytes of elements 0-2 (tap 0) into three int32 lanes, their low halves (uint16)
+    // or high ones (int16, sign-extended below); z clears a byte (pshufb: index bit 7),
+    // also after the + 6 that makes tap 1's mask (elements 3-5)
+    constexpr char z = -128;
+    const __m256i m0 = _mm256_broadcastsi128_si256(
+        u ? _mm_setr_epi8(0, 1, z, z, 2, 3, z, z, 4, 5, z, z, z, z, z, z)
+          : _mm_setr_epi8(z, z, 0, 1, z, z, 2, 3, z, z, 4, 5, z, z, z, z));
+    const __m256i m1 = _mm256_add_epi8(m0, _mm256_set1_epi8(6));
+    __m256i a = _mm256_shuffle_epi8(v, m0), b = _mm256_shuffle_epi8(v, m1);
+    if constexpr (!u) {
+      a = _mm256_srai_epi32(a, 16);
+      b = _mm256_srai_epi32(b, 16);
+    }
+    t[0] = _mm256_cvtepi32_ps(a);
+    t[1] = _mm256_cvtepi32_ps(b);
   }
   static RS_INLINE V load(const float* p) { return _mm256_loadu_ps(p); }
   static RS_INLINE V mul(V a, V b) { return _mm256_mul_ps(a, b); }
@@ -1950,7 +1979,12 @@ RS_INLINE void hgroup_rows(const T* const* S, const int64_t* o, const float* c, 
                            float* const* H) {
   typename L::V w[K], t[R][K];
   for (int k = 0; k < K; ++k) w[k] = L::load(c + k * cstride);  // (before any store)
-  for (int r = 0; r < R; ++r) htaps<L, C, K, T>(S[r], o, t[r]);
+  for (int r = 0; r < R; ++r) {
+    if constexpr (C == 3 && K == 2 && sizeof(T) == 2 && L::kTaps3x2)
+      L::template taps3x2<T>(S[r], o, t[r]);
+    else
+      htaps<L, C, K, T>(S[r], o, t[r]);
+  }
   for (int r = 0; r < R; ++r) {
     typename L::V acc = L::mul(t[r][0], w[0]);
     for (int k = 1; k < K; ++k) acc = L::add(acc, L::mul(t[r][k], w[k]));
@@ -3111,8 +3145,9 @@ void FloatPlan<T>::build(int64_t h_, int64_t w_, int64_t C_, int64_t dh_, int64_
       run = runs[K == 4][C_ - 1];
 #if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
       if constexpr (std::is_same_v<WT, float>) {
-        const HRun2 runs2[2][4] = {{hvec2<1, 2, T>, hvec2<2, 2, T>, hvec2<3, 2, T>, hvec2<4, 2, T>},
-                                   {hvec2<1, 4, T>, hvec2<2, 4, T>, hvec2<3, 4, T>, hvec2<4, 4, T>}};
+        const HRun2 runs2[2][4] = {
+            {hvec2<1, 2, T>, hvec2<2, 2, T>, hvec2<3, 2, T>, hvec2<4, 2, T>},
+            {hvec2<1, 4, T>, hvec2<2, 4, T>, hvec2<3, 4, T>, hvec2<4, 4, T>}};
         run2 = runs2[K == 4][C_ - 1];
       }
 #endif
