@@ -190,6 +190,15 @@ def _cases():
                                         lambda x=x, r=onnx_rois, z=size, c=scale, q=ratio,
                                         m=mode, a=aligned: fastops.roi_align(
                                             x, r, z, c, q, m, a, batch_indices=batch)))
+        # a map above kParallelGrain elements: the fast path runs it on the pool's threads
+        big = _data(rng, (2, 16, 40, 60), dt)
+        big[np.isnan(big)] = 0.5
+        big_rois = np.concatenate([mmcv[:, :1], mmcv[:, 1:] * 4], 1)
+        for ratio in (0, 2):
+            for mode in ("avg", "max"):
+                out.append(("fast_roi_align", f"roi_align {dt.__name__} large map",
+                            lambda x=big, r=big_rois, q=ratio, m=mode:
+                            fastops.roi_align(x, r, 7, 1.0, q, m)))
     for dt in (np.uint8, np.uint16, np.int16, np.float32, np.float64):
         for shape in [(9, 13), (9, 13, 1), (8, 12, 3), (10, 6, 4), (5, 7, 2)]:
             img = _data(rng, shape, dt) if dt != np.uint8 else \

@@ -14,9 +14,10 @@
 # size (the general path's ~12 us of Python was as much as a 224x224 resize) and crops
 # of larger ones (rows of contiguous pixels at a positive stride), and the
 # scatter family's fast paths arrays of any size (8-16 us, a quarter of a 42k-element
-# last-axis gather); above kParallelGrain elements they run get_num_threads() threads
-# without the GIL, as the general path would, and outputs of kPoolMinBytes or more come
-# from the block pool.
+# last-axis gather), and roi_align.fast_roi_align maps of any size (a few RoIs of an FPN
+# level); above kParallelGrain elements they run get_num_threads() threads without the
+# GIL, as the general path would, and outputs of kPoolMinBytes or more come from the
+# block pool.
 cimport numpy as cnp
 from cpython.long cimport PyLong_AsLongAndOverflow
 from libc.stdint cimport int64_t
