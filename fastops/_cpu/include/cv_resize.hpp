@@ -3319,9 +3319,12 @@ void resize_float(const T* x, int64_t h, int64_t w, int64_t C, int64_t rs, doubl
     if (run) d = run(S, o0_p, cw_p, cstride, d, f1, perm_p, prefetch, H);
     for (; d < dw; ++d) pixel(S, H, d);
   };
-  const auto run2 = plan.run2;  // (set only where hrow would take run between scalar pixels)
+  // run2: set only where hrow would take run between scalar pixels.  Prefetched images
+  // keep one row at a time: float32 1920x1080x3 -> 1280x720 linear, 2 threads, back to
+  // back, ran 1.06 of one-row steps with two (docs/performance.md, fifty-first session).
+  const auto run2 = plan.run2;
   auto hrow2 = [=](const T* S0, const T* S1, WT* H0, WT* H1) {
-    if (!run2) {
+    if (!run2 || prefetch) {
       hrow(S0, H0);
       hrow(S1, H1);
       return;
