@@ -2139,6 +2139,13 @@ std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64
   return ix;
 }
 
+// Whether steps of `width` elements over pixels [lo, hi) of C channels leave elements a
+// last step must end at hi C (the element steps of both builds).
+inline bool needs_last_step(int64_t C, int64_t lo, int64_t hi, int64_t width) {
+  const int64_t n = (hi - lo) * C;
+  return n % width != 0 && n > width;
+}
+
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 // 16-bit 3-channel rows, x86-64-v4: hperm's steps over output elements instead of
 // pixels.  Element e = d C + c of a row has tap k at o0[d] + c + k C; a step takes 16
@@ -2155,12 +2162,7 @@ std::vector<int32_t> perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64
 // The element steps' table over pixels [lo, hi): per step the first element it reads,
 // then 8K int32 permute indices; empty when a step's taps do not fit (the rows then keep
 // their pixel steps).  After the steps of 16 from lo C, one more ends at hi C where
-// elements are left (elem_last_step).
-template <int C>
-inline bool elem_last_step(int64_t lo, int64_t hi) {
-  const int64_t n = (hi - lo) * C;
-  return n % 16 != 0 && n > 16;
-}
+// elements are left (needs_last_step).
 
 template <int C>
 std::vector<int32_t> elem_perm_table(const int64_t* o0, int64_t lo, int64_t hi, int64_t Lin,
@@ -2182,7 +2184,7 @@ std::vector<int32_t> elem_perm_table(const int64_t* o0, int64_t lo, int64_t hi, 
   };
   for (int64_t e = lo * C; e + 16 <= hi * C; e += 16)
     if (!step(e)) return {};
-  if (elem_last_step<C>(lo, hi) && !step(hi * C - 16)) return {};
+  if (needs_last_step(C, lo, hi, 16) && !step(hi * C - 16)) return {};
   return ix;
 }
 
@@ -2201,7 +2203,7 @@ inline int64_t hrun_elem(const T* S, const int64_t*, const float* cw, int64_t cs
   };
   int64_t e = lo * C;
   for (; e + 16 <= hi * C; e += 16) step(e);
-  if (elem_last_step<C>(lo, hi)) {
+  if (needs_last_step(C, lo, hi, 16)) {
     step(hi * C - 16);
     e = hi * C;
   }
@@ -2225,11 +2227,6 @@ inline int64_t hrun_elem(const T* S, const int64_t*, const float* cw, int64_t cs
 // lane, ran slower with them (whole calls 1.05 and 1.15) and keep the pixel steps.
 constexpr int64_t kWordWindow = 16;
 
-inline bool words_last_step(int64_t C, int64_t lo, int64_t hi) {
-  const int64_t n = (hi - lo) * C;
-  return n % 8 != 0 && n > 8;
-}
-
 // The steps' table over pixels [lo, hi): per step its base, then 8 indices (pair w >> 1 in
 // bits 0-2, bit 4 set for a low half: the left shift that brings it up); empty when a step
 // does not fit (the rows keep their pixel steps).  After the steps of 8 from lo C, one
@@ -2251,7 +2248,7 @@ inline std::vector<int32_t> words_table(const int64_t* o0, int64_t lo, int64_t h
   };
   for (int64_t e = lo * C; e + 8 <= hi * C; e += 8)
     if (!step(e)) return {};
-  if (words_last_step(C, lo, hi) && !step(hi * C - 8)) return {};
+  if (needs_last_step(C, lo, hi, 8) && !step(hi * C - 8)) return {};
   return ix;
 }
 
@@ -2284,7 +2281,7 @@ inline int64_t hrun_words(const T* const* S, const float* cw, int64_t cstride, i
   int64_t e = lo * C;
   auto steps = [&](auto& fetch) {
     for (; e + 8 <= hi * C; e += 8) step(e, fetch);
-    if (words_last_step(C, lo, hi)) {
+    if (needs_last_step(C, lo, hi, 8)) {
       step(hi * C - 8, fetch);
       e = hi * C;
     }
@@ -2986,36 +2983,24 @@ inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride
 #if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
 // Two rows at once (ring_apply's hrow2), x86-64-v3, float sums: hvec's pixel steps or
 // word steps with each step's offset, index and coefficient loads shared by the rows;
-// returns where both stopped (hvec's d).  The horizontal pass of 480 rows, float32
+// returns where both stopped (hvec's d).  Never for prefetched images (resize_float's
+// hrow2 keeps those one row a step), so `prefetch` is unused.  The horizontal pass of 480 rows, float32
 // 640x3 -> 224 pixels, one thread: 0.81 of the one-row steps' time; 1920x3 -> 1280:
 // 0.77 (docs/performance.md, fifty-first session).
 template <int C, int K, typename T, int Steps = 0>
 inline int64_t hvec2(const T* S0, const T* S1, const int64_t* o0, const float* cw,
-                     int64_t cstride, int64_t lo, int64_t hi, const int32_t* perm, bool prefetch,
+                     int64_t cstride, int64_t lo, int64_t hi, const int32_t* perm, bool,
                      float* H0, float* H1) {
   const T* const S[2] = {S0, S1};
   if constexpr (Steps == kElemSteps) {
     float* const H[2] = {H0, H1};
-    return hrun_words<C, K, T, 2>(S, cw, cstride, lo, hi, perm, prefetch, H);
+    return hrun_words<C, K, T, 2>(S, cw, cstride, lo, hi, perm, false, H);
   } else {  // hrun's steps in this build
     constexpr int64_t P = hgroup_px(C), Lp = hlanes(C);
     int64_t d = lo;
-    auto steps = [&](auto& fetch) {
-      for (; d + 2 * P <= hi; d += 2 * P) {
-        if constexpr (std::decay_t<decltype(fetch)>::value) {
-          fetch(0, S0 + o0[d]);
-          fetch(1, S1 + o0[d]);
-        }
-        float* const H[2] = {H0 + d * C, H1 + d * C};
-        hgroup_rows<Lane256, C, K, T, 2>(S, o0 + d, cw + d * Lp, cstride, H);
-      }
-    };
-    if (prefetch && C > 1) {
-      RowFetch<C, 2> fetch;
-      steps(fetch);
-    } else {
-      std::false_type none;
-      steps(none);
+    for (; d + 2 * P <= hi; d += 2 * P) {
+      float* const H[2] = {H0 + d * C, H1 + d * C};
+      hgroup_rows<Lane256, C, K, T, 2>(S, o0 + d, cw + d * Lp, cstride, H);
     }
     for (; d + P <= hi; d += P) {
       float* const H[2] = {H0 + d * C, H1 + d * C};
