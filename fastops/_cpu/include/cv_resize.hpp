@@ -1668,6 +1668,15 @@ struct Lane256 {
                                                         ? _mm_packus_epi32(a, b)
                                                         : _mm_packs_epi32(a, b));
   }
+  // store16 of a and b in one 256-bit store: packus / packs interleave the 128-bit lanes,
+  // vpermq puts them back in order.  (vrun16's 16-lane steps: see there.)
+  template <typename T>
+  static RS_INLINE void store16x2(V a, V b, T* d) {
+    const __m256i x = _mm256_cvtps_epi32(a), y = _mm256_cvtps_epi32(b);
+    const __m256i q = std::is_same<T, uint16_t>::value ? _mm256_packus_epi32(x, y)
+                                                       : _mm256_packs_epi32(x, y);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), _mm256_permute4x64_epi64(q, 0xD8));
+  }
   template <typename T>
   static RS_INLINE void store3_16(V v, T* d) {  // pixel at d, the next one at d + 3
     Lane128::store16<T>(_mm256_castps256_ps128(v), d);
@@ -2997,23 +3006,27 @@ int64_t area2x2_rows(const T* x, int64_t rs, int64_t dy0, int64_t dy1, const int
 
 // The vertical pass of 16-bit images over elements [j, n): linear R0 * b0 + R1 * b1, cubic
 // OpenCV's vector order R0 * b0 + (R1 * b1 + (R2 * b2 + R3 * b3)), then saturate_cast
-// (round half to even).  Returns where it stopped.
+// (round half to even).  Returns where it stopped.  Lane256 takes 16 lanes a step with one
+// 256-bit store (store16x2), where 8 lanes and a 128-bit store a step put 30 % of uint16
+// 640x480x3 -> 1280x960's vertical pass on the store (perf): AMD Zen 3 VM, 2 threads,
+// back to back, A/B in one process, that resize 0.81, 1920x1080x3 -> 1280x720 0.94,
+// 640x480x3 -> 224x224 cubic 0.95.
 template <class L, int K, typename T>
 RS_INLINE int64_t vrun16(const float* const* R, const float* b, int64_t j, int64_t n, T* d) {
   using V = typename L::V;
   constexpr int64_t W = sizeof(V) / sizeof(float);
   V c[K];
   for (int k = 0; k < K; ++k) c[k] = L::set1(b[k]);
-  for (; j + W <= n; j += W) {
-    if constexpr (K == 2) {
-      L::template store16<T>(L::add(L::mul(L::load(R[0] + j), c[0]), L::mul(L::load(R[1] + j), c[1])),
-                             d + j);
-    } else {
-      const V t = L::add(L::mul(L::load(R[2] + j), c[2]), L::mul(L::load(R[3] + j), c[3]));
-      const V u = L::add(L::mul(L::load(R[1] + j), c[1]), t);
-      L::template store16<T>(L::add(L::mul(L::load(R[0] + j), c[0]), u), d + j);
-    }
-  }
+  const float* r[K];  // (local: the stores to d would make the compiler reload R[k])
+  for (int k = 0; k < K; ++k) r[k] = R[k];
+  auto sum = [&](int64_t j) {
+    if constexpr (K == 2) return L::add(L::mul(L::load(r[0] + j), c[0]), L::mul(L::load(r[1] + j), c[1]));
+    const V t = L::add(L::mul(L::load(r[2] + j), c[2]), L::mul(L::load(r[3] + j), c[3]));
+    return L::add(L::mul(L::load(r[0] + j), c[0]), L::add(L::mul(L::load(r[1] + j), c[1]), t));
+  };
+  if constexpr (sizeof(V) == 32)  // Lane256: 16 lanes a step, one store
+    for (; j + 2 * W <= n; j += 2 * W) L::template store16x2<T>(sum(j), sum(j + W), d + j);
+  for (; j + W <= n; j += W) L::template store16<T>(sum(j), d + j);
   return j;
 }
 #endif
