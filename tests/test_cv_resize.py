@@ -427,6 +427,16 @@ def test_exact_2x_upscales(dtype):
                                ("cv2", flag, v.shape))
                         got = fcv.resize(v, (2 * w, 11), interpolation=FLAGS[flag])
                         _check(got, want, (flag, v.shape))
+        # every width up to 3 of the widest steps (-v3 C = 3: 4 pixels, reading 2 pixels
+        # back and 6 on), the image between two unreadable pages: nothing read outside it
+        for C in (1, 2, 3, 4):
+            for w in range(3, 40):
+                img = _image(rng, (3, w, C), dtype)
+                v = img[:, :, 0] if C == 1 else img
+                want = cv_resize_ref(v, (2 * w, 5), 0, 0, FLAGS["LINEAR"])
+                for at in ("start", "end"):
+                    got = fcv.resize(guarded(v, at), (2 * w, 5), interpolation=FLAGS["LINEAR"])
+                    _check(got, want, (C, w, at))
 
 
 def test_fx_maps_with_one_over_fx():

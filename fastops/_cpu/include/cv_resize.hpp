@@ -1899,20 +1899,23 @@ inline int64_t up2_run(const T* S, int64_t i, int64_t i_end, int64_t Lin, float*
 }
 #elif defined(__AVX2__)
 // The x86-64-v3 build's up2_run: the same sums (e = a * 0.25 + b * 0.75, o = b * 0.75 +
-// c * 0.25) in 8 lanes, interleaved pixel by pixel within 128-bit lanes and stored 4
-// floats at a time (Zen 1 runs a cross-lane permute in 3 to 8 uops).  C = 1, 2, 4: 8
-// elements per step, e and o unpacked per pixel (C = 4: the lanes are the pixels); C = 3:
-// two pixels per step, pixel i in the low lane and i + 1 in the high one (load4f_x2), each
-// output pixel stored 4 wide (the fourth lane overwritten by the next store or landing in
-// the ring's slack).  Source elements [(i - 1)C, (i + 1)C + 8) are read (C = 3: to 3i + 10).
-// 640x480x3 -> 1280x960 linear, Zen 1 VM, one thread, the horizontal pass alone: see
-// docs/performance.md (forty-second session).
+// c * 0.25) in 8 lanes.  C = 1, 2, 4: 8 elements per step, e and o unpacked per pixel
+// within 128-bit lanes (C = 4: the lanes are the pixels), vperm2f128 puts the halves in
+// order for two 256-bit stores.  C = 3: 4 pixels a step from blends (quad, below); the
+// row's first two pixels and its last ones two at a time, pixel i in the low lane and i
+// + 1 in the high one (load4f_x2), each output pixel stored 4 wide (the fourth lane
+// overwritten by the next store or landing in the ring's slack).  Source elements [(i -
+// 1)C, (i + 1)C + 8) are read (C = 3: [3i - 6, 3i + 18)).  These replaced 128-bit stores
+// of every 4 outputs, kept from Zen 1 (a cross-lane permute in 3 to 8 uops there): AMD
+// Zen 3 VM, 2 threads, back to back, A/B in one process, 640x480 -> 1280x960: uint16 3
+// channels 0.85, float32 0.81 (320x240 -> 640x480 0.85), float32 4 channels 0.82, uint16
+// 1 / 2 channels 0.97 / 1.01.
 template <int C, typename T>
 inline int64_t up2_run(const T* S, int64_t i, int64_t i_end, int64_t Lin, float* H) {
   const __m256 q1 = _mm256_set1_ps(0.25f), q3 = _mm256_set1_ps(0.75f);
   auto st = [](float* h, __m128 v) { _mm_storeu_ps(h, v); };
   if constexpr (C == 3) {
-    for (; i + 2 <= i_end && 3 * i + 10 <= Lin; i += 2) {
+    auto pair = [&](int64_t i) {  // pixels i and i + 1
       const T* s = S + 3 * i;
       const __m256 a = load4f_x2<T>(s - 3, s), b = load4f_x2<T>(s, s + 3);
       const __m256 c = load4f_x2<T>(s + 3, s + 6);
@@ -1924,7 +1927,38 @@ inline int64_t up2_run(const T* S, int64_t i, int64_t i_end, int64_t Lin, float*
       st(h + 3, _mm256_castps256_ps128(o));
       st(h + 6, _mm256_extractf128_ps(e, 1));
       st(h + 9, _mm256_extractf128_ps(o, 1));
+    };
+    // Pixels i .. i + 3, 24 outputs, in three 8-lane stores: output q of the step is u * w0
+    // + v * w1 with u = s[q - 3 - 3(q / 6)], v = u + 3 (s = S + 3i), the weights (0.25,
+    // 0.75) in lanes of e (q % 6 < 3) and (0.75, 0.25) in lanes of o: the same products
+    // and sums as pair's.  Lanes of one pixel share a base, so u and v are blends of
+    // loads at s - 6 ... s + 10.  Reads s[-6, 18).
+    static constexpr float kW0[24] = {.25f, .25f, .25f, .75f, .75f, .75f, .25f, .25f,  // q % 6
+                                      .25f, .75f, .75f, .75f, .25f, .25f, .25f, .75f,
+                                      .75f, .75f, .25f, .25f, .25f, .75f, .75f, .75f};
+    const __m256 one = _mm256_set1_ps(1.f);
+    const __m256 w0[3] = {_mm256_loadu_ps(kW0), _mm256_loadu_ps(kW0 + 8), _mm256_loadu_ps(kW0 + 16)};
+    const __m256 w1[3] = {_mm256_sub_ps(one, w0[0]), _mm256_sub_ps(one, w0[1]),
+                          _mm256_sub_ps(one, w0[2])};
+    auto quad = [&](int64_t i) {
+      const T* s = S + 3 * i;
+      auto L = [&](int64_t k) { return rsk::avx_load8f(s + k); };
+      const __m256 m6 = L(-6), m3 = L(-3), z0 = L(0), m1 = L(-1), p2 = L(2), p5 = L(5);
+      const __m256 p4 = L(4), p7 = L(7), p10 = L(10);
+      float* h = H + 6 * i;
+      auto out = [&](float* at, __m256 u, __m256 v, int k) {
+        _mm256_storeu_ps(at, _mm256_add_ps(_mm256_mul_ps(u, w0[k]), _mm256_mul_ps(v, w1[k])));
+      };
+      out(h, _mm256_blend_ps(m3, m6, 0xC0), _mm256_blend_ps(z0, m3, 0xC0), 0);
+      out(h + 8, _mm256_blend_ps(p2, m1, 0xF0), _mm256_blend_ps(p5, p2, 0xF0), 1);
+      out(h + 16, _mm256_blend_ps(p7, p4, 0xFC), _mm256_blend_ps(p10, p7, 0xFC), 2);
+    };
+    if (i < 2 && i + 2 <= i_end && 3 * i + 10 <= Lin) {  // (quad reads from 2 pixels back)
+      pair(i);
+      i += 2;
     }
+    for (; i >= 2 && i + 4 <= i_end && 3 * i + 18 <= Lin; i += 4) quad(i);
+    for (; i + 2 <= i_end && 3 * i + 10 <= Lin; i += 2) pair(i);
   } else {
     constexpr int64_t P = 8 / C;
     for (; i + P <= i_end && (i + 1) * C + 8 <= Lin; i += P) {
@@ -1940,10 +1974,8 @@ inline int64_t up2_run(const T* S, int64_t i, int64_t i_end, int64_t Lin, float*
         hi = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(e), _mm256_castps_pd(o)));
       }
       float* h = H + 2 * i * C;
-      st(h, _mm256_castps256_ps128(lo));
-      st(h + 4, _mm256_castps256_ps128(hi));
-      st(h + 8, _mm256_extractf128_ps(lo, 1));
-      st(h + 12, _mm256_extractf128_ps(hi, 1));
+      _mm256_storeu_ps(h, _mm256_permute2f128_ps(lo, hi, 0x20));
+      _mm256_storeu_ps(h + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
     }
   }
   return i;
