@@ -2012,14 +2012,14 @@ RS_INLINE void htaps(const T* S, const int64_t* o, typename L::V t[K]) {
   }
 }
 
-// Pixels [d, d + kGroups * P) of R rows S[r] (R = 1 or 2: two rows share the offset and
-// coefficient loads): c = the coefficient table (tap k's lanes at c + k * cstride) + d *
-// Lp, H[r] = row r's output + d * C.
+// The sums of pixels [d, d + kGroups * P) of R rows S[r] (R = 1 or 2: two rows share the
+// offset and coefficient loads): c = the coefficient table (tap k's lanes at c + k *
+// cstride) + d * Lp.
 template <class L, int C, int K, typename T, int R>
-RS_INLINE void hgroup_rows(const T* const* S, const int64_t* o, const float* c, int64_t cstride,
-                           float* const* H) {
+RS_INLINE void hsums(const T* const* S, const int64_t* o, const float* c, int64_t cstride,
+                     typename L::V acc[R]) {
   typename L::V w[K], t[R][K];
-  for (int k = 0; k < K; ++k) w[k] = L::load(c + k * cstride);  // (before any store)
+  for (int k = 0; k < K; ++k) w[k] = L::load(c + k * cstride);
   for (int r = 0; r < R; ++r) {
     if constexpr (C == 3 && K == 2 && sizeof(T) == 2 && L::kTaps3x2)
       L::template taps3x2<T>(S[r], o, t[r]);
@@ -2027,12 +2027,46 @@ RS_INLINE void hgroup_rows(const T* const* S, const int64_t* o, const float* c, 
       htaps<L, C, K, T>(S[r], o, t[r]);
   }
   for (int r = 0; r < R; ++r) {
-    typename L::V acc = L::mul(t[r][0], w[0]);
-    for (int k = 1; k < K; ++k) acc = L::add(acc, L::mul(t[r][k], w[k]));
-    if constexpr (C == 3) L::store3(H[r], acc);
-    else L::store(H[r], acc);
+    acc[r] = L::mul(t[r][0], w[0]);
+    for (int k = 1; k < K; ++k) acc[r] = L::add(acc[r], L::mul(t[r][k], w[k]));
   }
 }
+
+// hsums stored: H[r] = row r's output + d * C.
+template <class L, int C, int K, typename T, int R>
+RS_INLINE void hgroup_rows(const T* const* S, const int64_t* o, const float* c, int64_t cstride,
+                           float* const* H) {
+  typename L::V acc[R];
+  hsums<L, C, K, T, R>(S, o, c, cstride, acc);  // (its loads before any store)
+  for (int r = 0; r < R; ++r) {
+    if constexpr (C == 3) L::store3(H[r], acc[r]);
+    else L::store(H[r], acc[r]);
+  }
+}
+
+#if defined(__AVX2__)
+// Pixels [d, d + 4) of R 3-channel rows: two Lane256 groups, whose 12 outputs a row go out
+// in one 256-bit and one 128-bit store (vpermps packs each group's two pixels) where
+// store3 took four, two of them vextractf128 to memory (perf put a third of float32
+// 640x480x3 -> 224x224's horizontal pass on those).  Writes H[r][0, 12) only.  Float32
+// linear only: AMD Zen 3 VM, 2 threads, back to back, A/B in one process, float32
+// 640x480x3 -> 224x224 0.93-0.96, 1920x1080x3 -> 1280x720 0.94-0.96; cubic and uint16
+// rows (more taps or pshufb taps live per step) read 1.02-1.15.
+template <int K, typename T, int R>
+RS_INLINE void hgroup3x2_rows(const T* const* S, const int64_t* o, const float* c,
+                              int64_t cstride, float* const* H) {
+  __m256 a[R], b[R];
+  hsums<Lane256, 3, K, T, R>(S, o, c, cstride, a);
+  hsums<Lane256, 3, K, T, R>(S, o + 2, c + 2 * hlanes(3), cstride, b);
+  const __m256i ia = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 0, 0);  // pixels d, d + 1
+  const __m256i ib = _mm256_setr_epi32(2, 4, 5, 6, 0, 0, 0, 1);  // d + 2 (split), d + 3
+  for (int r = 0; r < R; ++r) {
+    const __m256 pb = _mm256_permutevar8x32_ps(b[r], ib);
+    _mm256_storeu_ps(H[r], _mm256_blend_ps(_mm256_permutevar8x32_ps(a[r], ia), pb, 0xC0));
+    _mm_storeu_ps(H[r] + 8, _mm256_castps256_ps128(pb));
+  }
+}
+#endif
 
 template <class L, int C, int K, typename T>
 RS_INLINE void hgroup(const T* S, const int64_t* o, const float* c, int64_t cstride, float* H) {
@@ -2393,6 +2427,13 @@ inline int64_t hrun(const T* S, const int64_t* o0, const float* cw, int64_t cstr
   }
 #endif
 #if defined(__AVX2__)
+  if constexpr (C == 3 && K == 2 && std::is_same_v<T, float>) {
+    for (; d + 4 <= hi; d += 4) {
+      pf(S + o0[d]);
+      float* const Hd = H + d * C;
+      hgroup3x2_rows<K, T, 1>(&S, o0 + d, cw + d * Lp, cstride, &Hd);
+    }
+  }
   for (; d + 2 * P <= hi; d += 2 * P) {
     pf(S + o0[d]);
     hgroup<Lane256, C, K, T>(S, o0 + d, cw + d * Lp, cstride, H + d * C);
@@ -3120,6 +3161,12 @@ inline int64_t hvec2(const T* S0, const T* S1, const int64_t* o0, const float* c
   } else {  // hrun's steps in this build
     constexpr int64_t P = hgroup_px(C), Lp = hlanes(C);
     int64_t d = lo;
+    if constexpr (C == 3 && K == 2 && std::is_same_v<T, float>) {
+      for (; d + 4 <= hi; d += 4) {
+        float* const H[2] = {H0 + d * C, H1 + d * C};
+        hgroup3x2_rows<K, T, 2>(S, o0 + d, cw + d * Lp, cstride, H);
+      }
+    }
     for (; d + 2 * P <= hi; d += 2 * P) {
       float* const H[2] = {H0 + d * C, H1 + d * C};
       hgroup_rows<Lane256, C, K, T, 2>(S, o0 + d, cw + d * Lp, cstride, H);
