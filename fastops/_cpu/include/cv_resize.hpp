@@ -1937,7 +1937,8 @@ inline int64_t up2_run(const T* S, int64_t i, int64_t i_end, int64_t Lin, float*
                                       .25f, .75f, .75f, .75f, .25f, .25f, .25f, .75f,
                                       .75f, .75f, .25f, .25f, .25f, .75f, .75f, .75f};
     const __m256 one = _mm256_set1_ps(1.f);
-    const __m256 w0[3] = {_mm256_loadu_ps(kW0), _mm256_loadu_ps(kW0 + 8), _mm256_loadu_ps(kW0 + 16)};
+    const __m256 w0[3] = {_mm256_loadu_ps(kW0), _mm256_loadu_ps(kW0 + 8),
+                          _mm256_loadu_ps(kW0 + 16)};
     const __m256 w1[3] = {_mm256_sub_ps(one, w0[0]), _mm256_sub_ps(one, w0[1]),
                           _mm256_sub_ps(one, w0[2])};
     auto quad = [&](int64_t i) {
@@ -3093,7 +3094,8 @@ RS_INLINE int64_t vrun16(const float* const* R, const float* b, int64_t j, int64
   const float* r[K];  // (local: the stores to d would make the compiler reload R[k])
   for (int k = 0; k < K; ++k) r[k] = R[k];
   auto sum = [&](int64_t j) {
-    if constexpr (K == 2) return L::add(L::mul(L::load(r[0] + j), c[0]), L::mul(L::load(r[1] + j), c[1]));
+    if constexpr (K == 2)
+      return L::add(L::mul(L::load(r[0] + j), c[0]), L::mul(L::load(r[1] + j), c[1]));
     const V t = L::add(L::mul(L::load(r[2] + j), c[2]), L::mul(L::load(r[3] + j), c[3]));
     return L::add(L::mul(L::load(r[0] + j), c[0]), L::add(L::mul(L::load(r[1] + j), c[1]), t));
   };
