@@ -2961,8 +2961,8 @@ inline int64_t area2x2_f32c1_avx2(const float* R0, const float* R1, int64_t n, f
 // place of Lane256's window per pixel.  C = 4: two cells a step, each row's pixels 0 and 1
 // as 128-bit halves.  C = 3: 8 cells (48 floats of each row, 24 outputs) a step: the
 // in-place sums s[x] = ((a[x] + a[x + 3]) + b[x]) + b[x + 3] of 8 floats from bases 0, 6,
-// 14, 24, 32 and 37, whose lanes that start a cell (s[6c + ch]) two vpermps and blends
-// bring together: bases chosen so that no step reads past its cells.  The row's last
+// 14, 24, 32 and 37, whose lanes that start a cell (s[6c + ch]) four vpermps and four
+// blends bring together: bases chosen so that no step reads past its cells.  The row's last
 // step ends at its last cell (rewriting cells done with the same sums); rows of fewer
 // than 8 cells are left to the caller.  Reads R0 / R1 [0, 2nC).  AMD Zen 3 VM, 2
 // threads, back to back, A/B in one process (medians of 15), against Lane256 / cv2 (IPP):
@@ -3149,9 +3149,9 @@ inline int64_t hvec(const T* S, const int64_t* o0, const WT* cw, int64_t cstride
 // Two rows at once (ring_apply's hrow2), x86-64-v3, float sums: hvec's pixel steps or
 // word steps with each step's offset, index and coefficient loads shared by the rows;
 // returns where both stopped (hvec's d).  Never for prefetched images (resize_float's
-// hrow2 keeps those one row a step), so `prefetch` is unused.  The horizontal pass of 480 rows, float32
-// 640x3 -> 224 pixels, one thread: 0.81 of the one-row steps' time; 1920x3 -> 1280:
-// 0.77 (docs/performance.md, fifty-first session).
+// hrow2 keeps those one row a step), so `prefetch` is unused.  The horizontal pass of 480
+// rows, float32 640x3 -> 224 pixels, one thread: 0.81 of the one-row steps' time; 1920x3
+// -> 1280: 0.77 (docs/performance.md, fifty-first session).
 template <int C, int K, typename T, int Steps = 0>
 inline int64_t hvec2(const T* S0, const T* S1, const int64_t* o0, const float* cw,
                      int64_t cstride, int64_t lo, int64_t hi, const int32_t* perm, bool,
