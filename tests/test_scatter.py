@@ -497,31 +497,35 @@ def test_elements_short_rows_name_the_first_bad_index(index_dtype, threads):
             assert not data.any()
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.float32, np.float64])
-def test_gather_elements_column_strips(dtype, threads):
+@pytest.mark.parametrize("dtype,itype", [(np.int8, np.int64), (np.float32, np.int64),
+                                         (np.float32, np.int32), (np.float64, np.int64),
+                                         (np.float64, np.int32)])
+def test_gather_elements_column_strips(dtype, itype, threads):
     """Many index rows over a slab of many long data rows (> 8 MiB, the lines read
     several times) walk column strips of one line per data row: element widths 1-8
-    bytes, data starting inside a line and with rows a line-crossing length apart (a
-    column slice of a wider array), outer slices (axis 1 of 3-d data), negative indices,
-    1-3 threads, against NumPy; bad indices in the first strip, the last strip and
-    (the lowest) inside a full strip's unrolled row: the lowest position is named."""
+    bytes, int64 and int32 indices, data starting inside a line and with rows a
+    line-crossing length apart (a column slice of a wider array), outer slices (axis 1
+    of 3-d data), negative indices, 1-3 threads, against NumPy; bad indices in the first
+    strip, the last strip and (the lowest) inside a full strip's row (unrolled, or for
+    4-byte elements 8 lanes a step on the x86-64-v3 build): the lowest position is
+    named."""
     rng = np.random.default_rng(23)
     w = 64 // np.dtype(dtype).itemsize
     n, In = 320, (8 << 20) // (320 * np.dtype(dtype).itemsize) + 3 * w + 5
     m = 2 * n // w + 3
     wide = rng.integers(-100, 100, (n, In + 7)).astype(dtype)
     for data in (wide[:, :In], wide[:, 3:In + 3], np.ascontiguousarray(wide[:, 1:In + 1])):
-        idx = rng.integers(-n, n, (m, In))
+        idx = rng.integers(-n, n, (m, In)).astype(itype)
         want = np.take_along_axis(data, idx % n, 0)
         for k in (1, 2, 3):
             with threads(k):
                 np.testing.assert_array_equal(fastops.gather_elements(data, idx, 0), want)
     data3 = rng.integers(-100, 100, (2, n, In)).astype(dtype)
-    idx3 = rng.integers(-n, n, (2, m, In))
+    idx3 = rng.integers(-n, n, (2, m, In)).astype(itype)
     want3 = np.take_along_axis(data3, idx3 % n, 1)
     with threads(2):
         np.testing.assert_array_equal(fastops.gather_elements(data3, idx3, 1), want3)
-    idx = rng.integers(0, n, (m, In))
+    idx = rng.integers(0, n, (m, In)).astype(itype)
     idx[m - 2, 5] = n
     idx[4, In - 2] = n + 7
     idx[3, In // 2] = -n - 1   # inside a full strip (its unrolled row)

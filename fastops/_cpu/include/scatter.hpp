@@ -937,6 +937,35 @@ inline void load_at_offsets(const T* base, __m256i off0, __m256i off1, T* dst) {
   }
 }
 
+// The 8 indices at ir as two vectors of 4 int64 lanes.
+template <typename I>
+inline void load_index8(const I* ir, __m256i& v0, __m256i& v1) {
+  if constexpr (sizeof(I) == 8) {
+    v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ir));
+    v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ir + 4));
+  } else {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ir));
+    v0 = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(w));
+    v1 = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(w, 1));
+  }
+}
+
+// The data offsets v * s_axis + inner of 4 indices v (negative ones counted from n_axis),
+// a bad lane's 0 (in bounds); returns the bad lanes.  n_axis and s_axis < 2^31 (a 32x32
+// -> 64-bit multiply).
+struct IndexOffsets {
+  __m256i n, last, zero, stride;
+  IndexOffsets(int64_t n_axis, int64_t s_axis)
+      : n(_mm256_set1_epi64x(n_axis)), last(_mm256_set1_epi64x(n_axis - 1)),
+        zero(_mm256_setzero_si256()), stride(_mm256_set1_epi64x(s_axis)) {}
+  __m256i operator()(__m256i v, __m256i inner, __m256i& off) const {
+    v = _mm256_add_epi64(v, _mm256_and_si256(_mm256_cmpgt_epi64(zero, v), n));
+    const __m256i bad = _mm256_or_si256(_mm256_cmpgt_epi64(zero, v), _mm256_cmpgt_epi64(v, last));
+    off = _mm256_andnot_si256(bad, _mm256_add_epi64(_mm256_mul_epu32(v, stride), inner));
+    return bad;
+  }
+};
+
 // The x86-64-v3 build's unit-stride span for 4- and 8-byte elements: 8 indices checked
 // per step in vector registers, their 64-bit offsets formed there and the elements read
 // through them (load_at_offsets; 1- and 2-byte elements lost on this path: uint8 1.1-1.6x
@@ -955,29 +984,16 @@ inline int64_t gather_span_avx2(const T* base, const I* ir, T* orow, int64_t i0,
                                 int64_t s_axis, int64_t n_axis, ReadAhead pf,
                                 SpreadLines* next = nullptr) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "4- or 8-byte elements");
-  const __m256i n = _mm256_set1_epi64x(n_axis), last = _mm256_set1_epi64x(n_axis - 1);
-  const __m256i zero = _mm256_setzero_si256(), stride = _mm256_set1_epi64x(s_axis);
+  const IndexOffsets index_offsets(n_axis, s_axis);
   const __m256i step = _mm256_set_epi64x(3, 2, 1, 0);
   int64_t first_bad = kNoBad, i = i0;
   // the offsets of 4 indices from position `at`, a bad lane's 0; returns the bad lanes
   auto offsets = [&](__m256i v, int64_t at, __m256i& off) {
-    v = _mm256_add_epi64(v, _mm256_and_si256(_mm256_cmpgt_epi64(zero, v), n));
-    const __m256i bad = _mm256_or_si256(_mm256_cmpgt_epi64(zero, v), _mm256_cmpgt_epi64(v, last));
-    const __m256i row = _mm256_mul_epu32(v, stride);
-    off = _mm256_andnot_si256(
-        bad, Step ? _mm256_add_epi64(row, _mm256_add_epi64(_mm256_set1_epi64x(at), step)) : row);
-    return bad;
+    const __m256i inner = Step ? _mm256_add_epi64(_mm256_set1_epi64x(at), step)
+                               : _mm256_setzero_si256();
+    return index_offsets(v, inner, off);
   };
-  auto load = [&](int64_t at, __m256i& v0, __m256i& v1) {
-    if constexpr (sizeof(I) == 8) {
-      v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ir + at));
-      v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ir + at + 4));
-    } else {
-      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ir + at));
-      v0 = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(w));
-      v1 = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(w, 1));
-    }
-  };
+  auto load = [&](int64_t at, __m256i& v0, __m256i& v1) { load_index8(ir + at, v0, v1); };
   alignas(32) int64_t ahead[8];
   static_assert(kSpreadStep == 8, "a spread step per vector step");
   for (; i + 8 <= i1; i += 8) {
@@ -1024,9 +1040,10 @@ inline int64_t gather_span_avx2(const T* base, const I* ir, T* orow, int64_t i0,
 // other thresholds come from a one-thread C++ prototype (rows -> strips, hot / caches
 // flushed, ms, n_axis x m x In): 32 x 64 x 50000 5.0 / 5.3 -> 5.4 / 6.0 and 8 x 64 x
 // 200000 16.6 -> 21 (few data rows: the row walk's streams are sequential), 2000 x 125
-// x 2000 (each line read once per strip) even.  The AVX2 span in the strips was 1.06x
-// slower (scripts/simd_ab.py), so the strips gather scalar.  The streamed lines and the
-// idx/out segments are prefetched into L2 (PREFETCHT1; the strip in use is in L2
+// x 2000 (each line read once per strip) even.  The AVX2 span (gather_span_avx2) in the
+// strips was 1.06x slower (scripts/simd_ab.py); the x86-64-v3 build's rows take
+// gather_strip_row_avx2, 8 lanes a step without the span's per-step work.  The streamed
+// lines and the idx/out segments are prefetched into L2 (PREFETCHT1; the strip in use is in L2
 // anyway): on the Intel Xeon (Emerald Rapids) VM, modules alternating in one process,
 // 2 threads, after a pause / back to back: 2000 x 2000 0.89-0.90 / 0.98-1.02, the 512 x
 // 20000 slab 0.80-0.91 / 0.81-0.87 (C++ harness with the caches flushed: 0.84).
@@ -1079,6 +1096,35 @@ inline bool gather_strip_row(const T* base, const I* ir, T* orow, int64_t c0, in
   return bad;
 }
 
+#if defined(__AVX2__)
+// The x86-64-v3 build's full strip row of 4-byte elements: the indices checked and
+// their offsets formed 4 at a time in vector registers, the elements read through them
+// and stored 8 at a time (load_at_offsets), where the scalar row spends about 10
+// instructions and a store per element.  AMD Zen 3 VM, back to back, alternating with
+// the scalar row in one process, 2 / 1 threads (docs/performance.md, fifty-third
+// session): float32 2000x2000 idx 500x2000 0.83-0.92 / 0.89, 512x20000 idx 128x20000
+// 0.85-0.92 / 0.88, 64x200000 idx 16x200000 0.78-0.88 / 0.94, int32 indices 0.85-0.88.
+// float64 (one step a row) read 0.99-1.04 and stays scalar.  Bad lanes as
+// gather_strip_row's.
+template <typename T, typename I>
+inline bool gather_strip_row_avx2(const T* base, const I* ir, T* orow, int64_t c0,
+                                  const IndexOffsets& offsets) {
+  constexpr int W = kStripBytes / sizeof(T);
+  static_assert(sizeof(T) == 4 && W % 8 == 0, "4-byte elements, whole steps of 8");
+  const __m256i step = _mm256_set_epi64x(3, 2, 1, 0), four = _mm256_set1_epi64x(4);
+  __m256i bad = _mm256_setzero_si256();
+  for (int k = 0; k < W; k += 8) {
+    __m256i v0, v1, off0, off1;
+    load_index8(ir + k, v0, v1);
+    const __m256i at = _mm256_add_epi64(_mm256_set1_epi64x(c0 + k), step);
+    bad = _mm256_or_si256(bad, offsets(v0, at, off0));
+    bad = _mm256_or_si256(bad, offsets(v1, _mm256_add_epi64(at, four), off1));
+    load_at_offsets(base, off0, off1, orow + k);
+  }
+  return !_mm256_testz_si256(bad, bad);
+}
+#endif
+
 template <typename T, typename I>
 int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t In,
                       const int64_t* outer_off, int64_t s_outer, int64_t s_axis,
@@ -1090,6 +1136,19 @@ int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t
   const int64_t per = (n_axis + m - 1) / m;   // next strip's rows to stream per index row
   const int64_t ahead = kStripRowsAhead * In;
   FirstBad bad(std::max<int64_t>((tasks + grain - 1) / grain, 1));  // per chunk of tasks
+#if defined(__AVX2__)
+  const int64_t k31 = int64_t(1) << 31;
+  const bool vec_row = sizeof(T) == 4 && n_axis < k31 && s_axis >= 0 && s_axis < k31;
+  const IndexOffsets offsets(n_axis, s_axis);
+#endif
+  // a full strip's row; true where it holds a bad index
+  auto strip_row = [&](const T* base, const I* ir, T* orow, int64_t c0) {
+#if defined(__AVX2__)
+    if constexpr (sizeof(T) == 4)
+      if (vec_row) return gather_strip_row_avx2(base, ir, orow, c0, offsets);
+#endif
+    return gather_strip_row(base, ir, orow, c0, s_axis, n_axis);
+  };
   parallel_for(tasks, grain, nt, [&, per, ahead](int64_t t0, int64_t t1, int) {
     int64_t first_bad = kNoBad;
     for (int64_t t = t0; t < t1; ++t) {
@@ -1111,9 +1170,7 @@ int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t
           prefetch_segment<0, 2>(idx + row + ahead + c0, len);
           prefetch_segment<1, 2>(out + row + ahead + c0, len);
         }
-        if (len == st.w &&
-            !gather_strip_row(base, idx + row + c0, out + row + c0, c0, s_axis, n_axis))
-          continue;
+        if (len == st.w && !strip_row(base, idx + row + c0, out + row + c0, c0)) continue;
         const int64_t b = gather_span<true>(base, idx + row, out + row, c0, c1, s_axis, 1,
                                             nullptr, n_axis, ReadAhead(0));  // (in L2)
         if (b != kNoBad) first_bad = std::min(first_bad, row + b);
