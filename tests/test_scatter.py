@@ -341,6 +341,51 @@ def test_gather_elements_vector_steps(dtype, index_dtype, threads):
             fastops.gather_elements(data, idx, 0)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16"])
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_gather_elements_flat_steps(dtype, index_dtype, threads):
+    """Index rows of 1-15 elements before the last axis walk flat: on the x86-64-v3 build
+    8 positions a step (scatter.hpp gather_flat_avx2) for 4- and 8-byte elements, a step
+    that crosses into the next outer slice or holds a bad index through the scalar walk.
+    Slices of m * In positions that are and are not multiples of 8, data whose outer and
+    inner dimensions are strided views, slices with their next slice prefetched
+    (SpreadLines), negative indices, 1-2 threads, against NumPy; a bad index in each lane
+    of a step and on both sides of a crossing is the one named."""
+    rng = np.random.default_rng(31)
+    for In in (1, 2, 3, 5, 8, 12, 15):
+        for m in (3, 8, 13):
+            data = rng.integers(-100, 100, (9, 50, In)).astype(dtype)
+            idx = rng.integers(-50, 50, (9, m, In)).astype(index_dtype)
+            want = np.take_along_axis(data, idx.astype(np.int64) % 50, 1)
+            for n in (1, 2):
+                with threads(n):
+                    np.testing.assert_array_equal(fastops.gather_elements(data, idx, 1), want,
+                                                  err_msg=f"In {In} m {m}")
+    big = rng.integers(-100, 100, (6, 7, 40, 8, 3)).astype(dtype)
+    view = big[:, 1:6, :, ::2, :]   # outer (6, 5) and inner (4, 3) dimensions strided
+    idx = rng.integers(-40, 40, (6, 5, 7, 4, 3)).astype(index_dtype)
+    want = np.take_along_axis(view, idx.astype(np.int64) % 40, 2)
+    for n in (1, 2):
+        with threads(n):
+            np.testing.assert_array_equal(fastops.gather_elements(view, idx, 2), want)
+    data = np.zeros((4, 50, 2), dtype)
+    for lane in range(8):
+        idx = np.zeros((4, 8, 2), index_dtype)   # slices of 16: positions 16-23 one step
+        idx.flat[16 + lane] = 50 if lane % 2 else -51
+        idx[3, 0, 0] = 99
+        where = ", ".join(map(str, np.unravel_index(16 + lane, idx.shape)))
+        with pytest.raises(IndexError, match=rf"indices\[{where}\] = {idx.flat[16 + lane]}"):
+            fastops.gather_elements(data, idx, 1)
+    data = np.zeros((4, 50, 3), dtype)
+    for pos in (13, 15):   # slices of 15: the step of positions 8-15 crosses at 15
+        idx = np.zeros((4, 5, 3), index_dtype)
+        idx.flat[pos] = 77
+        idx[3, 0, 0] = 99
+        where = ", ".join(map(str, np.unravel_index(pos, idx.shape)))
+        with pytest.raises(IndexError, match=rf"indices\[{where}\] = 77"):
+            fastops.gather_elements(data, idx, 1)
+
+
 # (data shape, indices shape, axis): the last axis with rows of 1-41 indices (row
 # walks of 2-15 as one flat walk, longer ones as spans), 1-D arrays, a short trailing
 # extent (2, 5) and the position count not a multiple of 8; rows of 3, 6, 8, 12 and 13
