@@ -908,6 +908,13 @@ inline int64_t gather_span(const T* base, const I* ir, T* orow, int64_t i0, int6
   return first_bad;
 }
 
+// Whether IndexOffsets (below, x86-64-v3) can form this axis' offsets: a 32x32 -> 64-bit
+// multiply of the index by a stride of 0 to 2^31 - 1.
+inline bool index_offsets_fit(int64_t n_axis, int64_t s_axis) {
+  const int64_t k31 = int64_t(1) << 31;
+  return n_axis < k31 && s_axis >= 0 && s_axis < k31;
+}
+
 #if defined(__AVX2__)
 // dst[0:8] = base[off[0:8]] for two vectors of 4 offsets: scalar loads through the
 // offsets, not AVX2 gathers (vpgatherqd / vpgatherqq: microcoded on AMD Zen 1, and slowed
@@ -951,8 +958,7 @@ inline void load_index8(const I* ir, __m256i& v0, __m256i& v1) {
 }
 
 // The data offsets v * s_axis + inner of 4 indices v (negative ones counted from n_axis),
-// a bad lane's 0 (in bounds); returns the bad lanes.  n_axis and s_axis < 2^31 (a 32x32
-// -> 64-bit multiply).
+// a bad lane's 0 (in bounds); returns the bad lanes.  Only where index_offsets_fit.
 struct IndexOffsets {
   __m256i n, last, zero, stride;
   IndexOffsets(int64_t n_axis, int64_t s_axis)
@@ -1137,8 +1143,7 @@ int64_t gather_strips(const T* data, const I* idx, int64_t O, int64_t m, int64_t
   const int64_t ahead = kStripRowsAhead * In;
   FirstBad bad(std::max<int64_t>((tasks + grain - 1) / grain, 1));  // per chunk of tasks
 #if defined(__AVX2__)
-  const int64_t k31 = int64_t(1) << 31;
-  const bool vec_row = sizeof(T) == 4 && n_axis < k31 && s_axis >= 0 && s_axis < k31;
+  const bool vec_row = sizeof(T) == 4 && index_offsets_fit(n_axis, s_axis);
   const IndexOffsets offsets(n_axis, s_axis);
 #endif
   // a full strip's row; true where it holds a bad index
@@ -1341,8 +1346,7 @@ int64_t gather_elements(const T* data, const I* idx, int64_t O, int64_t m, int64
   const int64_t tasks = rows * nspan;   // (row, span of columns), row-major
   const int nt = threads_for(work_product(rows * In, kRandomAccessUnits), nthreads,
                              kRandomAccessUnits);
-  const int64_t k31 = int64_t(1) << 31;
-  const bool small_axis = n_axis < k31 && s_axis >= 0 && s_axis < k31;  // AVX2 offsets
+  const bool small_axis = index_offsets_fit(n_axis, s_axis);  // AVX2 offsets
   if (In < kFlatRow) {
     const int64_t count = rows * In, grain = chunk_for(count, nt, 2);
     const bool rows_view = m == 1 && !outer_off && !inner_off && s_inner == 0 && small_axis;
