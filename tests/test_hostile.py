@@ -1003,10 +1003,13 @@ def _race_elements_along(op, shape, ishape, axis):
     ("scatter_elements", (2000, 2000), (2000, 500), 1),       # one span per slice
     ("scatter_elements", (64, 300, 2), (64, 200, 2), 1),      # short rows: one flat walk
     ("gather_elements", (2000, 2000), (2000, 500), 1),        # short rows prefetched whole
-    ("gather_elements", (8400, 80), (8400, 5), 1)])           # lanes carrying their row
+    ("gather_elements", (8400, 80), (8400, 5), 1),            # lanes carrying their row
+    ("gather_elements", (2000, 2000), (500, 2000), 0),        # column strips, 8 lanes a step
+    ("gather_elements", (1000, 2000, 2), (200, 500, 2), 1)])  # flat walks, 8 positions a step
 def test_concurrent_mutation_along_the_last_axis(op, shape, ishape, axis):
-    """The scatter family's paths for short index rows and long slices, under the same
-    flip of the indices between good and out-of-range values."""
+    """The scatter family's paths for short index rows, long slices, column strips and
+    flat walks, under the same flip of the indices between good and out-of-range
+    values."""
     spec = dataclasses.replace(SPEC[op], race=_race_elements_along(op, shape, ishape, axis))
     test_concurrent_mutation_is_memory_safe(spec)
 
