@@ -449,6 +449,23 @@ def test_cum_threads_bit_identical(threads):
         np.testing.assert_array_equal(a[1], b[1])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int16"])
+def test_cum_column_blocks(threads, dtype):
+    """The column scan's split (selection.hpp cumext_scan): one contiguous range of the
+    outer * inner columns per thread, cut at slice ends and every kCumColumns (8192)
+    columns.  Ranges that start and end inside a slice, and slices wider than a block."""
+    for shape, axis in (((3, 5, 20000), 1), ((3, 40, 700), 1), ((9, 16411), 0),
+                        ((7, 3, 33), 1)):
+        x = sample(shape, dtype, ties=True, specials=dtype == "float32")
+        for fn, is_max in (("cummax", True), ("cummin", False)):
+            rv, ri = ref.cumext(x, axis, is_max)
+            for n in (1, 2):
+                with threads(n):
+                    v, i = getattr(fastops, fn)(x, axis)
+                np.testing.assert_array_equal(i, ri)
+                np.testing.assert_array_equal(v, rv)
+
+
 def test_cum_bad_input():
     with pytest.raises(ValueError, match="cummax: axis=2 is out of range"):
         fastops.cummax(np.zeros((2, 2)), 2)
