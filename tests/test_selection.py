@@ -518,14 +518,16 @@ def test_nonzero_noncontiguous_large_and_threads(threads):
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int16", "float32", "float64"])
-@pytest.mark.parametrize("density", [0.02, 0.1, 0.5, 0.98])
+@pytest.mark.parametrize("density", [0.001, 0.02, 0.1, 0.5, 0.98, 1.0])
 def test_nonzero_wide_rows(threads, dtype, density):
-    """Rows of 64+ elements take the fill's in-row block path (groups of 8 set bits
-    written without a test per bit, junk past the word's last bit overwritten by the
-    next word); blocks that straddle rows, chunk ends and the tail take emit.  2-D and
-    3-D, rows not a multiple of 64, 1-3 threads, against np.nonzero."""
-    rng = np.random.default_rng(int(density * 100))
-    for shape in ((37, 1000), (3, 5, 333), (2, 64), (1, 70001)):
+    """Rows of 64+ elements take the fill's in-row runs (groups of 8 set bits written
+    without a test per bit, junk past the word's last bit overwritten by the next word,
+    while a word of 64 set bits stays inside the chunk's output range); words that
+    straddle rows, the words near a chunk's end and the tail go bit by bit.  1-D to 4-D,
+    rows that are and are not a multiple of 64, 1-3 threads, against np.nonzero."""
+    rng = np.random.default_rng(int(density * 1000))
+    for shape in ((37, 1000), (3, 5, 333), (2, 64), (1, 70001), (70, 128), (2, 3, 4, 192),
+                  (9000,)):
         x = (rng.random(shape) < density).astype(dtype)
         if dtype.startswith("float"):
             x *= rng.standard_normal(shape).astype(dtype)
