@@ -220,6 +220,34 @@ def test_topk_mid_rows_group_threshold(dtype):
                 check_topk(x, k, -1, largest, sorted=False, ranked=ranked)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16", "uint32", "int32",
+                                   "uint64", "int64"])
+def test_topk_integer_heap_rows(dtype):
+    """Integer rows of the heap path (k * 24 <= m) skip the values below a floor: the
+    k-th best of 64 group extremes of the row's first 64 KiB (selection.hpp row_floor),
+    and visit a block's values by the bits of one vector compare.  Rows longer than the
+    floor's span with the best values after it, the type's extremes (no floor where the
+    k-th extreme is the worst value), few distinct values (ties: lower index first),
+    sorted rows both ways, k around the 64 groups, both orders, sorted and unsorted."""
+    rng = np.random.default_rng(21)
+    info = np.iinfo(dtype)
+    for m in (1000, 1601, 70001):
+        late = sample((2, m), dtype, rng)
+        late[:, :m * 9 // 10] = info.min + 1          # the best only past the floor's span
+        late[1, :m * 9 // 10] = info.max - 1          # (for smallest, row 1)
+        rows = [sample((3, m), dtype, rng), sample((3, m), dtype, rng, ties=True), late,
+                np.full((1, m), info.min, dtype), np.full((1, m), info.max, dtype),
+                np.where(np.arange(m) % 5, info.min, info.max).astype(dtype)[None],
+                np.sort(sample((1, m), dtype, rng), axis=1),
+                np.sort(sample((1, m), dtype, rng), axis=1)[:, ::-1]]
+        x = np.ascontiguousarray(np.concatenate(rows))
+        for largest in (True, False):
+            ranked = ref.topk(x, m, -1, largest)
+            for k in (k for k in (2, 10, 33, 63, 64, 65) if k * 24 <= m):
+                check_topk(x, k, -1, largest, ranked=ranked)
+                check_topk(x, k, -1, largest, sorted=False, ranked=ranked)
+
+
 @pytest.mark.parametrize("dtype", ALL_REAL)
 def test_topk_long_rows_partition(xp, dtype):
     """Rows >= 256 with k past the heap's range: the partition over the candidates of a

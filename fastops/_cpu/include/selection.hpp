@@ -27,6 +27,54 @@
 namespace fastops {
 
 // ----------------------------------------------------------------------------- TopK
+// GCC's generic vectors of the build's width (wider ones go through the stack), for the
+// integer scans: plain loops over 64 values were left scalar or half scalar.
+#if defined(__AVX2__)
+constexpr int kVecBytes = 32;
+#else
+constexpr int kVecBytes = 16;
+#endif
+// Integer rows scanned with these vectors: 8-byte lanes only with AVX2 (SSE2 has no
+// 64-bit compare, and GCC's emulation made topk int64 rows 2.2x slower).
+template <typename T>
+constexpr bool kIntScan = std::is_integral<T>::value && !std::is_same<T, bool>::value &&
+                          (sizeof(T) < 8 || kVecBytes == 32);
+template <typename T>
+struct IntVec {
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  static constexpr int kLanes = kVecBytes / sizeof(T);
+  static V load(const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+  }
+  template <bool Largest>
+  static V best(V a, V b) { return Largest ? (a > b ? a : b) : (a < b ? a : b); }
+  // Bit sizeof(T) * i set where lane i of the vector at p beats thr (x86: one movemask)
+  template <bool Largest>
+  static uint32_t beat_bits(const T* p, T thr) {
+    const V v = load(p);
+    const V hit = Largest ? v > thr : v < thr;   // lanes of all ones or zeros
+#if defined(__AVX2__)
+    __m256i h;
+    std::memcpy(&h, &hit, sizeof(h));
+    const uint32_t bits = static_cast<uint32_t>(_mm256_movemask_epi8(h));
+#elif defined(__SSE2__)
+    __m128i h;
+    std::memcpy(&h, &hit, sizeof(h));
+    const uint32_t bits = static_cast<uint32_t>(_mm_movemask_epi8(h));
+#else
+    uint32_t bits = 0;
+    for (int i = 0; i < kLanes; ++i) bits |= uint32_t(hit[i] != 0) << (i * sizeof(T));
+#endif
+    return bits & kLaneLowBits;
+  }
+  static constexpr uint32_t kLaneLowBits = sizeof(T) == 1   ? 0xFFFFFFFFu
+                                           : sizeof(T) == 2 ? 0x55555555u
+                                           : sizeof(T) == 4 ? 0x11111111u
+                                                            : 0x01010101u;
+};
+
 // Ranking: by value (descending for largest, ascending for smallest); NaN ranks above
 // every number in both cases (as torch.topk: a NaN is "largest"); ties: lower index first.
 template <typename T>
@@ -44,6 +92,17 @@ struct Rank {
   }
   // whether any of 64 contiguous values may beat thr (may over-report, never under-report)
   static inline bool any_better(const T* p, T thr) {
+    if constexpr (kIntScan<T>) {  // the block's extreme against thr
+      using IV = IntVec<T>;
+      typename IV::V e = IV::load(p);
+      for (int v = 1; v < 64 / IV::kLanes; ++v) e = IV::template best<Largest>(e, IV::load(p + v * IV::kLanes));
+      const auto hit = Largest ? e > thr : e < thr;
+      uint64_t w[kVecBytes / 8];
+      std::memcpy(w, &hit, sizeof(w));
+      uint64_t any = 0;
+      for (uint64_t x : w) any |= x;
+      return any != 0;
+    }
     int any = 0;
     if (Largest) {
       for (int i = 0; i < 64; ++i) any |= (p[i] > thr) | is_nan(p[i]);
@@ -847,6 +906,34 @@ inline K kth_smallest_key(K* a, K* tmp, int64_t n, int64_t k) {
   return kth;
 }
 
+// Integer rows of the heap path: the k-th best of kFloorGroups group extremes (group i:
+// the values at j % kFloorGroups == i of the first kFloorBytes of the row) is reached by
+// at least k values of the row, so a value worse than it is never among the k best.
+// Sets `floor` to a value that only such values fail to beat; false where none exists
+// (the k-th extreme is the type's worst value) or k > kFloorGroups.
+constexpr int kFloorGroups = 64;
+constexpr int64_t kFloorBytes = int64_t(64) << 10;
+template <typename T, bool Largest>
+inline bool row_floor(const T* p, int64_t m, int64_t k, T& floor) {
+  const int64_t span = std::min<int64_t>(m, kFloorBytes / sizeof(T));
+  if (k > kFloorGroups || span < kFloorGroups) return false;
+  using IV = IntVec<T>;
+  constexpr int kV = kFloorGroups / IV::kLanes;
+  typename IV::V acc[kV];
+  for (int v = 0; v < kV; ++v) acc[v] = IV::load(p + v * IV::kLanes);
+  for (int64_t j = kFloorGroups; j + kFloorGroups <= span; j += kFloorGroups)
+    for (int v = 0; v < kV; ++v)
+      acc[v] = IV::template best<Largest>(acc[v], IV::load(p + j + v * IV::kLanes));
+  T g[kFloorGroups];
+  std::memcpy(g, acc, sizeof(g));
+  auto better = [](T a, T b) { return Largest ? a > b : a < b; };
+  std::nth_element(g, g + (k - 1), g + kFloorGroups, better);
+  const T kth = g[k - 1];
+  if (kth == (Largest ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max())) return false;
+  floor = Largest ? static_cast<T>(kth - 1) : static_cast<T>(kth + 1);
+  return true;
+}
+
 template <typename T, bool Largest, typename Get>
 inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
                      SelectScratch<T>& scratch) {
@@ -899,12 +986,20 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     for (int64_t j = 0; j < k; ++j) out[j] = get(j);
     for (int64_t p = k / 2 - 1; p >= 0; --p) heap_sift_down<T, Largest>(out, k, p);
     T thr = out[0].v;
+    T floor = thr;
+    bool floored = false;
+    if constexpr (kIntScan<T>) {
+      if (const T* p = get.contiguous()) floored = row_floor<T, Largest>(p, m, k, floor);
+    }
+    // gate: thr, or the row's floor while that is better
+    T gate = floored && R::value_better(floor, thr) ? floor : thr;
     auto consider = [&](int64_t j) {
       T v = get.value(j);
-      if (R::value_better(v, thr)) {
+      if (R::value_better(v, gate)) {
         out[0] = get(j);
         heap_sift_down<T, Largest>(out, k, 0);
         thr = out[0].v;
+        gate = floored && R::value_better(floor, thr) ? floor : thr;
       }
     };
     int64_t j = k;
@@ -921,8 +1016,18 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
           for (uint64_t bits = R::better_bits(p + j, thr); bits; bits &= bits - 1)
             consider(j + __builtin_ctzll(bits));
         } else {
-          if (!R::any_better(p + j, thr)) continue;
-          for (int64_t b = j; b < j + 64; ++b) consider(b);
+          if (!R::any_better(p + j, gate)) continue;
+          if constexpr (kIntScan<T>) {
+            // the values that beat the gate the vector started with (consider checks
+            // again against the gate it meets)
+            using IV = IntVec<T>;
+            for (int v = 0; v < 64; v += IV::kLanes)
+              for (uint32_t bits = IV::template beat_bits<Largest>(p + j + v, gate); bits;
+                   bits &= bits - 1)
+                consider(j + v + __builtin_ctz(bits) / static_cast<int>(sizeof(T)));
+          } else {
+            for (int64_t b = j; b < j + 64; ++b) consider(b);
+          }
         }
       }
     }
