@@ -16,7 +16,7 @@
 #include "npy_types.hpp"
 #include "parallel.hpp"
 
-#if defined(__AVX512F__) || defined(__BMI__)
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__BMI__)
 #include <immintrin.h>
 #endif
 
@@ -127,6 +127,12 @@ struct Rank {
                                 Largest ? _CMP_NLE_UQ : _CMP_LT_OQ);
     if ((m[0] | m[1] | m[2] | m[3]) == 0) return 0;
     for (int i = 0; i < 4; ++i) bits |= static_cast<uint64_t>(m[i]) << (16 * i);
+#elif defined(__AVX2__)
+    const __m256 t = _mm256_set1_ps(thr);
+    for (int i = 0; i < 8; ++i)
+      bits |= static_cast<uint64_t>(_mm256_movemask_ps(_mm256_cmp_ps(
+                  _mm256_loadu_ps(p + 8 * i), t, Largest ? _CMP_NLE_UQ : _CMP_LT_OQ)))
+              << (8 * i);
 #elif defined(__SSE2__)
     const __m128 t = _mm_set1_ps(thr);
     for (int i = 0; i < 16; ++i) {
@@ -774,6 +780,21 @@ __attribute__((noinline)) int64_t group_candidates(const float* p, int64_t m, in
     }
   for (int i = 0; i < V; ++i) _mm512_store_ps(g + 16 * i, a[i]);
   nan = un != 0;
+#elif defined(__AVX2__)
+  constexpr int V = G / 8;
+  __m256 a[V], un = _mm256_setzero_ps();
+  for (int i = 0; i < V; ++i) {
+    a[i] = _mm256_loadu_ps(p + 8 * i);
+    un = _mm256_or_ps(un, _mm256_cmp_ps(a[i], a[i], _CMP_UNORD_Q));
+  }
+  for (; j + G <= m; j += G)
+    for (int i = 0; i < V; ++i) {
+      const __m256 v = _mm256_loadu_ps(p + j + 8 * i);
+      un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      a[i] = Largest ? _mm256_max_ps(a[i], v) : _mm256_min_ps(a[i], v);
+    }
+  for (int i = 0; i < V; ++i) _mm256_store_ps(g + 8 * i, a[i]);
+  nan = _mm256_movemask_ps(un) != 0;
 #elif defined(__SSE2__)
   constexpr int V = G / 4;
   __m128 a[V], un = _mm_setzero_ps();
@@ -826,6 +847,12 @@ __attribute__((noinline)) int64_t group_candidates(const float* p, int64_t m, in
   const __m512 tv = _mm512_set1_ps(thr);
   for (; j + 16 <= m; j += 16)
     take(_mm512_cmp_ps_mask(_mm512_loadu_ps(p + j), tv, Largest ? _CMP_GE_OQ : _CMP_LE_OQ), j);
+#elif defined(__AVX2__)
+  const __m256 tv = _mm256_set1_ps(thr);
+  for (; j + 8 <= m; j += 8)
+    take(static_cast<uint64_t>(_mm256_movemask_ps(
+             _mm256_cmp_ps(_mm256_loadu_ps(p + j), tv, Largest ? _CMP_GE_OQ : _CMP_LE_OQ))),
+         j);
 #elif defined(__SSE2__)
   const __m128 tv = _mm_set1_ps(thr);
   for (; j + 4 <= m; j += 4) {
