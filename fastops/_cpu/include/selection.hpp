@@ -95,7 +95,8 @@ struct Rank {
     if constexpr (kIntScan<T>) {  // the block's extreme against thr
       using IV = IntVec<T>;
       typename IV::V e = IV::load(p);
-      for (int v = 1; v < 64 / IV::kLanes; ++v) e = IV::template best<Largest>(e, IV::load(p + v * IV::kLanes));
+      for (int v = IV::kLanes; v < 64; v += IV::kLanes)
+        e = IV::template best<Largest>(e, IV::load(p + v));
       const auto hit = Largest ? e > thr : e < thr;
       uint64_t w[kVecBytes / 8];
       std::memcpy(w, &hit, sizeof(w));
@@ -956,7 +957,8 @@ inline bool row_floor(const T* p, int64_t m, int64_t k, T& floor) {
   auto better = [](T a, T b) { return Largest ? a > b : a < b; };
   std::nth_element(g, g + (k - 1), g + kFloorGroups, better);
   const T kth = g[k - 1];
-  if (kth == (Largest ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max())) return false;
+  constexpr T worst = Largest ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
+  if (kth == worst) return false;
   floor = Largest ? static_cast<T>(kth - 1) : static_cast<T>(kth + 1);
   return true;
 }
