@@ -937,17 +937,17 @@ inline K kth_smallest_key(K* a, K* tmp, int64_t n, int64_t k) {
 // Integer rows of the heap path: the k-th best of kFloorGroups group extremes (group i:
 // the values at j % kFloorGroups == i of the first kFloorBytes of the row) is reached by
 // at least k values of the row, so a value worse than it is never among the k best.
-// Sets `floor` to a value that only such values fail to beat; false where none exists
-// (the k-th extreme is the type's worst value) or k > kFloorGroups.  With the vector
+// Sets `floor` to a value that only such values fail to beat; leaves it where none
+// exists (the k-th extreme is the type's worst value) or k > kFloorGroups.  With the vector
 // block tests and bit-visited blocks below: topk 2000x20000 uint8 k=10, 2 threads, 5.2
 // -> 2.3 ms; int16 / int32 / int64 rows of 20000 0.55-0.61 / 0.72-0.74 / 0.85-0.92
 // (docs/performance.md, fifty-fourth session).
 constexpr int kFloorGroups = 64;
 constexpr int64_t kFloorBytes = int64_t(64) << 10;
 template <typename T, bool Largest>
-inline bool row_floor(const T* p, int64_t m, int64_t k, T& floor) {
+inline void row_floor(const T* p, int64_t m, int64_t k, T& floor) {
   const int64_t span = std::min<int64_t>(m, kFloorBytes / sizeof(T));
-  if (k > kFloorGroups || span < kFloorGroups) return false;
+  if (k > kFloorGroups || span < kFloorGroups) return;
   using IV = IntVec<T>;
   constexpr int kV = kFloorGroups / IV::kLanes;
   typename IV::V acc[kV];
@@ -961,9 +961,7 @@ inline bool row_floor(const T* p, int64_t m, int64_t k, T& floor) {
   std::nth_element(g, g + (k - 1), g + kFloorGroups, better);
   const T kth = g[k - 1];
   constexpr T worst = Largest ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
-  if (kth == worst) return false;
-  floor = Largest ? static_cast<T>(kth - 1) : static_cast<T>(kth + 1);
-  return true;
+  if (kth != worst) floor = Largest ? static_cast<T>(kth - 1) : static_cast<T>(kth + 1);
 }
 
 template <typename T, bool Largest, typename Get>
@@ -1018,20 +1016,21 @@ inline void select_k(Get get, int64_t m, int64_t k, bool sorted, Entry<T>* out,
     for (int64_t j = 0; j < k; ++j) out[j] = get(j);
     for (int64_t p = k / 2 - 1; p >= 0; --p) heap_sift_down<T, Largest>(out, k, p);
     T thr = out[0].v;
+    // floor: values that do not beat it are never among the k best; without a row floor
+    // the first threshold, which thr never ranks below
     T floor = thr;
-    bool floored = false;
     if constexpr (kIntScan<T>) {
-      if (const T* p = get.contiguous()) floored = row_floor<T, Largest>(p, m, k, floor);
+      if (const T* p = get.contiguous()) row_floor<T, Largest>(p, m, k, floor);
     }
     // gate: thr, or the row's floor while that is better
-    T gate = floored && R::value_better(floor, thr) ? floor : thr;
+    T gate = R::value_better(floor, thr) ? floor : thr;
     auto consider = [&](int64_t j) {
       T v = get.value(j);
       if (R::value_better(v, gate)) {
         out[0] = get(j);
         heap_sift_down<T, Largest>(out, k, 0);
         thr = out[0].v;
-        gate = floored && R::value_better(floor, thr) ? floor : thr;
+        gate = R::value_better(floor, thr) ? floor : thr;
       }
     };
     int64_t j = k;
