@@ -1072,6 +1072,25 @@ def test_concurrent_mutation_of_topk_rows(shape, ks, distinct):
                         assert all(len(np.unique(r)) == k for r in i)
 
 
+def test_concurrent_mutation_of_integer_topk_rows():
+    """topk's integer heap path (the row's floor from its group extremes, the vector
+    block tests and bit-visited blocks) under a flip of the values between a row and the
+    type's extremes: every index in the row, each at most once."""
+    def race(rng):
+        x = rng.integers(0, 256, (64, 20000)).astype(np.uint8)
+        bad = np.where(rng.random(x.shape) < 0.5, 0, 255).astype(np.uint8)
+        return dict(x=x, k=10), "x", x.copy(), bad
+    test_concurrent_mutation_is_memory_safe(dataclasses.replace(SPEC["topk"], race=race))
+    kw, _, good, bad = race(np.random.default_rng(3))
+    x = kw["x"]
+    with _flipping(x, good, bad):
+        for _ in range(20):
+            for largest in (True, False):
+                _, i = fastops.topk(x, 10, largest=largest)
+                assert i.min() >= 0 and i.max() < x.shape[1]
+                assert all(len(np.unique(r)) == 10 for r in i)
+
+
 def test_concurrent_mutation_of_batch_indices():
     spec = dataclasses.replace(SPEC["roi_align"], race=_race_roi_batch)
     test_concurrent_mutation_is_memory_safe(spec)
